@@ -1,0 +1,35 @@
+"""Every error idfields raises: one base class, one subclass per problem, each message naming the fix.
+
+They derive from ``ValueError`` or ``RuntimeError`` as well, so callers that already catch those keep
+working; nothing here is an ``assert`` (``python -O`` would strip it).
+"""
+
+from __future__ import annotations
+
+
+class IdFieldsError(Exception):
+    """Base class of every idfields error."""
+
+
+class LayoutError(IdFieldsError, ValueError):
+    """A layout definition is invalid (raised at construction, never while issuing IDs)."""
+
+
+class ValueOutOfRange(IdFieldsError, ValueError):
+    """A field value or an ID lies outside what the layout can hold."""
+
+
+class NodeError(IdFieldsError, RuntimeError):
+    """No node (or generator/run id) could be had, or the one given cannot be used."""
+
+
+class NodeNotConfigured(NodeError):
+    """No node source is configured where several processes may run."""
+
+
+class ClockMovedBackwards(IdFieldsError, RuntimeError):
+    """The clock is further behind the last issued ID than the generator may bridge."""
+
+
+class LayoutExhausted(IdFieldsError, RuntimeError):
+    """The layout's timestamp (or its space of generator/run ids) has run out."""

@@ -1,0 +1,48 @@
+"""Layouts as data: fields, the Layout that packs them, and the built-ins of the documents."""
+
+from idfields.layouts.builtin import (
+    BUILTIN_LAYOUTS,
+    CHRONICLE,
+    DECIMAL,
+    GLOBALID,
+    RUNID,
+    SNOWFLAKE,
+    SNOWFLAKE_EPOCH,
+    SNOWFLAKE_JS,
+    TRACEID,
+    get_layout,
+)
+from idfields.layouts.fields import UNITS, Constant, FieldSpec, Node, Sequence, Timestamp
+from idfields.layouts.layout import (
+    MAX_ID,
+    MAX_JS_SAFE_ID,
+    Decoded,
+    Layout,
+    PlacedField,
+    check_id,
+)
+
+__all__ = [
+    "BUILTIN_LAYOUTS",
+    "CHRONICLE",
+    "DECIMAL",
+    "GLOBALID",
+    "MAX_ID",
+    "MAX_JS_SAFE_ID",
+    "RUNID",
+    "SNOWFLAKE",
+    "SNOWFLAKE_EPOCH",
+    "SNOWFLAKE_JS",
+    "TRACEID",
+    "UNITS",
+    "Constant",
+    "Decoded",
+    "FieldSpec",
+    "Layout",
+    "Node",
+    "PlacedField",
+    "Sequence",
+    "Timestamp",
+    "check_id",
+    "get_layout",
+]

@@ -1,0 +1,43 @@
+"""Shared fixtures. The database chain itself lives in ``databases.py``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+
+import databases
+import pytest
+
+Resolver = Callable[[ExitStack], databases.Resolution]
+
+
+def _scratch_url(resolve: Resolver, require: str) -> Iterator[str]:
+    """Yield a scratch database URL; without a server skip, or fail when env ``require`` is 1."""
+    with ExitStack() as stack:
+        found = resolve(stack)
+        if found.url is None:
+            if os.environ.get(require) == "1":
+                pytest.fail(f"{require}=1 but: {found.reason}", pytrace=False)
+            pytest.skip(found.reason)
+        yield stack.enter_context(databases.scratch_database(found.url))
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a PostgreSQL database private to this test session."""
+    yield from _scratch_url(databases.resolve_postgres, "IDFIELDS_REQUIRE_POSTGRES")
+
+
+@pytest.fixture(scope="session")
+def mysql_url() -> Iterator[str]:
+    """URL of a MariaDB/MySQL database private to this test session."""
+    yield from _scratch_url(databases.resolve_mysql, "IDFIELDS_REQUIRE_MYSQL")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests by the servers they use, so ``-m 'not mysql'`` works without manual marks."""
+    for item in items:
+        for fixture, marker in (("postgres_url", "postgres"), ("mysql_url", "mysql")):
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
