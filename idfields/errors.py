@@ -1,7 +1,7 @@
-"""Every error idfields raises: one base class, one subclass per problem, each message naming the fix.
+"""Every error idfields raises: one base class, one subclass per problem, each naming the fix.
 
-They derive from ``ValueError`` or ``RuntimeError`` as well, so callers that already catch those keep
-working; nothing here is an ``assert`` (``python -O`` would strip it).
+They derive from ``ValueError`` or ``RuntimeError`` as well, so callers that already catch those
+keep working; nothing here is an ``assert`` (``python -O`` would strip it).
 """
 
 from __future__ import annotations

@@ -53,7 +53,11 @@ class IdGenerator:
         if source is not None and node is not None:
             raise TypeError("pass either node= or source=, not both")
         self.layout = get_layout(layout)
-        self._source = StaticNode(node) if node is not None else source
+        self._source = source
+        if node is not None:
+            static = StaticNode(node)
+            static.values_for(self.layout)  # a misconfigured node fails here, not at first use
+            self._source = static
         self._lock = threading.Lock()
         self._assignment: Assignment | None = None
         self._stale = True
@@ -262,6 +266,7 @@ class TimeGenerator(IdGenerator):
             fence = self._assign().not_before_ns
             self._tick = max(0, self.layout.tick_of(fence)) if fence else 0
             self._left = 0
+        waited_ns = 0
         while True:
             if now_tick > self._tick:
                 self._begin(now_tick)
@@ -271,15 +276,16 @@ class TimeGenerator(IdGenerator):
                 if target != self._tick:
                     self._begin(target)
                 return
-            self._wait_for(target, now_tick, wanted)
+            waited_ns += self._wait_for(target, now_tick, wanted, waited_ns)
             now_tick = (self._clock() - self._epoch_ns) // self._unit_ns
 
-    def _wait_for(self, target: int, now_tick: int, wanted: int) -> None:
-        """Sleep until ``target`` is within the skew bound; batch waits for ``take()``."""
+    def _wait_for(self, target: int, now_tick: int, wanted: int, waited_ns: int) -> int:
+        """Sleep until ``target`` is within the skew bound (batched for ``take()``); the total
+        wait of one call is bounded by ``max_wait``, so a stuck clock raises instead of hanging."""
         behind = target - self._skew_ticks - now_tick
         batch = min(-(-wanted // self._per_block), max(self._skew_ticks // 2, 1))
         wait_ns = max(behind, batch) * self._unit_ns if behind <= 1 else behind * self._unit_ns
-        if behind * self._unit_ns > self._max_wait_ns:
+        if waited_ns + behind * self._unit_ns > self._max_wait_ns:
             raise ClockMovedBackwards(
                 f"the clock is {(target - now_tick) * self._unit_ns / 1e9:.3f} s behind the "
                 f"last ID issued by layout {self.layout.name!r} node {self.node}; idfields runs "
@@ -288,6 +294,7 @@ class TimeGenerator(IdGenerator):
                 "fix the host clock (NTP) or retry once it has caught up"
             )
         self._sleep(wait_ns / 1e9)
+        return wait_ns
 
     def _forked(self) -> None:
         super()._forked()

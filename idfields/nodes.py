@@ -79,7 +79,8 @@ class _OncePerProcess:
     def __init__(self) -> None:
         self._given_to_pid: int | None = None
 
-    def _values(self, layout: Layout) -> dict[str, int]:
+    def values_for(self, layout: Layout) -> dict[str, int]:
+        """The checked node values this source would give a generator of ``layout``."""
         raise NotImplementedError
 
     def acquire(self, layout: Layout) -> Assignment:
@@ -97,7 +98,7 @@ class _OncePerProcess:
                 "its own node (a lease source, or IDFIELDS_NODE_ID set per worker), or create "
                 "the generator after the fork"
             )
-        values = self._values(layout)
+        values = self.values_for(layout)
         self._given_to_pid = pid
         return Assignment(values)
 
@@ -116,7 +117,7 @@ class StaticNode(_OncePerProcess):
     def __repr__(self) -> str:
         return f"StaticNode({self._node if self._node is not None else self._fields})"
 
-    def _values(self, layout: Layout) -> dict[str, int]:
+    def values_for(self, layout: Layout) -> dict[str, int]:
         values = dict(self._fields)
         if self._node is not None:
             if len(layout.node_fields) != 1:
@@ -134,7 +135,7 @@ class EnvironmentNode(_OncePerProcess):
 
     description = "the node from the environment"
 
-    def _values(self, layout: Layout) -> dict[str, int]:
+    def values_for(self, layout: Layout) -> dict[str, int]:
         values: dict[str, int] = {}
         for placed in layout.node_fields:
             values[placed.name] = _read_env(layout, placed)
@@ -146,7 +147,7 @@ class DevelopmentNode(_OncePerProcess):
 
     description = "the development node"
 
-    def _values(self, layout: Layout) -> dict[str, int]:
+    def values_for(self, layout: Layout) -> dict[str, int]:
         return {placed.name: placed.minimum for placed in layout.node_fields}
 
 

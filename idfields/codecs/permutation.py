@@ -66,8 +66,9 @@ class KeyedPermutation:
     and ``bits`` give the same permutation in every process; different ``bits`` give
     unrelated permutations. ``bits=53`` keeps public IDs exact in JavaScript numbers.
 
-    The raw key is not kept; instances do not change after construction, never show the key in ``repr``,
-    ``str`` or errors, and refuse to be pickled (a pickle would carry the round keys).
+    The raw key is not kept. Instances do not change after construction, never show the key
+    in ``repr``, ``str`` or errors, and refuse to be pickled (a pickle would carry the round
+    keys); ``copy.copy`` and ``copy.deepcopy`` return the same instance.
     """
 
     __slots__ = ("_bits", "_half_bits", "_half_bytes", "_half_mask", "_max_value", "_rounds")

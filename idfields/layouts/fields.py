@@ -24,7 +24,7 @@ UNITS: dict[str, int] = {
 
 @dataclass(frozen=True)
 class Timestamp:
-    """Time since ``epoch`` in ``unit`` ticks; ``wraps`` makes it count modulo its width (TraceId)."""
+    """Time since ``epoch`` in ``unit`` ticks; ``wraps`` counts modulo its width (TraceId)."""
 
     width: int
     _: KW_ONLY

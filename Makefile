@@ -1,0 +1,30 @@
+# Every target builds .venv on first use and re-installs only when pyproject.toml changes.
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+DEMO_ARGS ?= new --node 1 --count 5
+
+.PHONY: test demo bench
+
+test: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/pytest
+
+demo: $(VENV)/.installed-dev
+	$(VENV)/bin/idfields $(DEMO_ARGS)
+
+bench: $(VENV)/.installed-bench
+	$(PYTHON) -m benchmarks
+
+$(PYTHON):
+	python3 -m venv $(VENV)
+
+# Stamps: make compares their age with pyproject.toml, so an unchanged project installs once.
+$(VENV)/.installed-dev: pyproject.toml | $(PYTHON)
+	$(PYTHON) -m pip install -e '.[dev]'
+	touch $@
+
+$(VENV)/.installed-bench: pyproject.toml | $(PYTHON)
+	$(PYTHON) -m pip install -e '.[dev,bench]'
+	touch $@
