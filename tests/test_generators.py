@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 from array import array
-from itertools import pairwise
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -27,7 +29,8 @@ from idfields import (
     Timestamp,
     make_generator,
 )
-from idfields.generators import CounterGenerator, TimeGenerator
+from idfields.generators import COMPILED, CounterGenerator, TimeGenerator
+from idfields.generators.hotpath import PureTimeCore
 from idfields.layouts import DECIMAL, SNOWFLAKE
 
 MS = 1_000_000
@@ -411,3 +414,41 @@ def test_an_unrenewable_lease_stops_at_its_expiry() -> None:
     clock.now_ns += 40 * MS
     with pytest.raises(NodeError, match=r"expired and could not be renewed.*database down"):
         generator()
+
+
+# -- the compiled hot path -------------------------------------------------------------------------
+
+
+def _scripted_run(generator_class: type[TimeGenerator]) -> list[int]:
+    """A clock that moves, stalls, steps back and jumps, with single calls and take()."""
+    clock = FakeClock()
+    generator = generator_class(
+        "snowflake", node=11, clock=clock, sleep=clock.sleep, max_skew_ns=3 * MS
+    )
+    ids: list[int] = []
+    for step in range(3000):
+        ids.append(generator())
+        if step % 7 == 0:
+            clock.now_ns += 250_000
+        if step % 500 == 0:
+            clock.now_ns -= 2 * MS
+        if step % 900 == 0:
+            ids += generator.take(5000)
+    return ids
+
+
+@pytest.mark.skipif(not COMPILED, reason="the C extension is not built on this machine")
+def test_compiled_and_pure_cores_issue_the_same_ids() -> None:
+    class PureTimeGenerator(PureTimeCore, TimeGenerator):  # the reference logic on the same state
+        pass
+
+    compiled, pure = _scripted_run(TimeGenerator), _scripted_run(PureTimeGenerator)
+    assert compiled == pure
+    assert_strictly_increasing(compiled)
+
+
+def test_the_pure_core_is_forced_by_the_environment() -> None:
+    code = "from idfields.generators import COMPILED; print(COMPILED)"
+    env = {**os.environ, "IDFIELDS_PURE_PYTHON": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,217 @@
+/*
+ * The compiled hot path of idfields.generators.TimeGenerator.
+ *
+ * TimeCore is the base type of TimeGenerator when this extension is built. It holds the
+ * generator's counters as C members (readable and writable from Python under the same names as
+ * the pure-Python reference, idfields/generators/hotpath.py) and implements __call__ for the one
+ * case that matters for speed: the next ID of the current tick, or the first ID of a new tick.
+ * Everything else (first use, a node to take, running ahead, waiting, a lease to renew, errors)
+ * goes to the Python method _locked_issue(tick), which holds the generator's lock.
+ *
+ * Thread safety: the fast path runs entirely while holding the GIL and calls no Python code
+ * after reading the clock, so it is atomic with respect to other threads. While a Python method
+ * changes the counters under the lock it sets _busy, and the fast path then takes the slow way
+ * (and so waits for the lock). Built for GIL builds of CPython only (see setup.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <time.h>
+
+typedef struct {
+    PyObject_HEAD
+    long long tick;
+    long long left;
+    long long id;
+    long long step;
+    long long epoch_ns;
+    long long unit_ns;
+    long long skew_ticks;
+    long long limit_tick;
+    long long node_base;
+    long long modulus;
+    long long tick_mul;
+    long long per_block;
+    int busy;
+    PyObject *clock;
+} TimeCore;
+
+static PyObject *native_clock = NULL;  /* time.time_ns: read with clock_gettime instead */
+static PyObject *slow_name = NULL;     /* "_locked_issue" */
+
+static long long floor_div(long long a, long long b) {
+    long long q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) {
+        q -= 1;
+    }
+    return q;
+}
+
+static long long floor_mod(long long a, long long b) {
+    long long r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) {
+        r += b;
+    }
+    return r;
+}
+
+static int read_clock(TimeCore *self, long long *now) {
+    if (self->clock == native_clock) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        *now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        return 0;
+    }
+    PyObject *value = PyObject_CallNoArgs(self->clock);
+    if (value == NULL) {
+        return -1;
+    }
+    *now = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    return (*now == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
+    TimeCore *self = (TimeCore *)op;
+    if ((args != NULL && PyTuple_GET_SIZE(args) != 0) || (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "a generator takes no arguments; use take(n) for n IDs");
+        return NULL;
+    }
+    long long now;
+    if (read_clock(self, &now) < 0) {
+        return NULL;
+    }
+    /* No Python code runs from here until the return or the slow call: atomic under the GIL. */
+    long long tick = floor_div(now - self->epoch_ns, self->unit_ns);
+    if (!self->busy) {
+        if (tick > self->tick) {
+            if (tick <= self->limit_tick) {
+                self->tick = tick;
+                self->left = self->per_block - 1;
+                self->id = self->node_base + floor_mod(tick, self->modulus) * self->tick_mul;
+                return PyLong_FromLongLong(self->id);
+            }
+        }
+        else if (self->left > 0 && tick + self->skew_ticks >= self->tick) {
+            self->left -= 1;
+            self->id += self->step;
+            return PyLong_FromLongLong(self->id);
+        }
+    }
+    PyObject *tick_object = PyLong_FromLongLong(tick);
+    if (tick_object == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_CallMethodOneArg(op, slow_name, tick_object);
+    Py_DECREF(tick_object);
+    return result;
+}
+
+static int TimeCore_traverse(TimeCore *self, visitproc visit, void *arg) {
+    Py_VISIT(self->clock);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int TimeCore_clear(TimeCore *self) {
+    Py_CLEAR(self->clock);
+    return 0;
+}
+
+static void TimeCore_dealloc(TimeCore *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    TimeCore_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyObject *TimeCore_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    TimeCore *self = (TimeCore *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->unit_ns = 1;
+    self->modulus = 1;
+    self->per_block = 1;
+    self->step = 1;
+    Py_INCREF(native_clock);
+    self->clock = native_clock;
+    return (PyObject *)self;
+}
+
+static PyMemberDef TimeCore_members[] = {
+    {"_tick", T_LONGLONG, offsetof(TimeCore, tick), 0, NULL},
+    {"_left", T_LONGLONG, offsetof(TimeCore, left), 0, NULL},
+    {"_id", T_LONGLONG, offsetof(TimeCore, id), 0, NULL},
+    {"_step", T_LONGLONG, offsetof(TimeCore, step), 0, NULL},
+    {"_epoch_ns", T_LONGLONG, offsetof(TimeCore, epoch_ns), 0, NULL},
+    {"_unit_ns", T_LONGLONG, offsetof(TimeCore, unit_ns), 0, NULL},
+    {"_skew_ticks", T_LONGLONG, offsetof(TimeCore, skew_ticks), 0, NULL},
+    {"_limit_tick", T_LONGLONG, offsetof(TimeCore, limit_tick), 0, NULL},
+    {"_node_base", T_LONGLONG, offsetof(TimeCore, node_base), 0, NULL},
+    {"_modulus", T_LONGLONG, offsetof(TimeCore, modulus), 0, NULL},
+    {"_tick_mul", T_LONGLONG, offsetof(TimeCore, tick_mul), 0, NULL},
+    {"_per_block", T_LONGLONG, offsetof(TimeCore, per_block), 0, NULL},
+    {"_busy", T_INT, offsetof(TimeCore, busy), 0, NULL},
+    {"_clock", T_OBJECT_EX, offsetof(TimeCore, clock), 0, NULL},
+    {NULL},
+};
+
+static PyType_Slot TimeCore_slots[] = {
+    {Py_tp_doc, "Compiled hot path of TimeGenerator (see idfields/_speedups.c)."},
+    {Py_tp_new, TimeCore_new},
+    {Py_tp_call, TimeCore_call},
+    {Py_tp_members, TimeCore_members},
+    {Py_tp_traverse, TimeCore_traverse},
+    {Py_tp_clear, TimeCore_clear},
+    {Py_tp_dealloc, TimeCore_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec TimeCore_spec = {
+    .name = "idfields._speedups.TimeCore",
+    .basicsize = sizeof(TimeCore),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .slots = TimeCore_slots,
+};
+
+static int speedups_exec(PyObject *module) {
+    PyObject *time_module = PyImport_ImportModule("time");
+    if (time_module == NULL) {
+        return -1;
+    }
+    native_clock = PyObject_GetAttrString(time_module, "time_ns");
+    Py_DECREF(time_module);
+    if (native_clock == NULL) {
+        return -1;
+    }
+    slow_name = PyUnicode_InternFromString("_locked_issue");
+    if (slow_name == NULL) {
+        return -1;
+    }
+    PyObject *type = PyType_FromModuleAndSpec(module, &TimeCore_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    int result = PyModule_AddObjectRef(module, "TimeCore", type);
+    Py_DECREF(type);
+    return result;
+}
+
+static PyModuleDef_Slot speedups_slots[] = {
+    {Py_mod_exec, speedups_exec},
+    {0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "idfields._speedups",
+    .m_doc = "The compiled hot path of idfields' TimeGenerator.",
+    .m_size = 0,
+    .m_slots = speedups_slots,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    return PyModuleDef_Init(&speedups_module);
+}

@@ -1,0 +1,20 @@
+from collections.abc import Callable
+
+class TimeCore:
+    """Compiled hot path of TimeGenerator (see idfields/_speedups.c)."""
+
+    _tick: int
+    _left: int
+    _id: int
+    _step: int
+    _epoch_ns: int
+    _unit_ns: int
+    _skew_ticks: int
+    _limit_tick: int
+    _node_base: int
+    _modulus: int
+    _tick_mul: int
+    _per_block: int
+    _busy: int
+    _clock: Callable[[], int]
+    def __call__(self) -> int: ...

@@ -1,0 +1,139 @@
+"""What every generator shares: the layout, the node source and its assignment, the lock, and the
+bookkeeping that makes forks and clean exits safe."""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from typing import Any
+
+from idfields.errors import ValueOutOfRange
+from idfields.layouts import Constant, Layout, get_layout
+from idfields.nodes import Assignment, NodeSource, StaticNode, default_source, validate_values
+
+MAX_TAKE = 10_000_000
+
+live_generators: weakref.WeakSet[IdGenerator] = weakref.WeakSet()
+
+
+class IdGenerator:
+    """A callable returning strictly increasing IDs of one layout; see ``idfields.generators``."""
+
+    _left: int  # IDs left in the current tick or block
+    _id: int  # the last ID issued (or the first of the tick/block minus one step)
+    _step: int  # distance between consecutive IDs of one tick/block
+    _per_block: int  # IDs per tick or block
+    _node_base: int  # the node fields, constants and the sequence minimum, composed
+
+    def __init__(
+        self, layout: str | Layout, source: NodeSource | None = None, *, node: int | None = None
+    ) -> None:
+        if source is not None and node is not None:
+            raise TypeError("pass either node= or source=, not both")
+        self.layout = get_layout(layout)
+        self._source = source
+        if node is not None:
+            static = StaticNode(node)
+            static.values_for(self.layout)  # a misconfigured node fails here, not at first use
+            self._source = static
+        self._lock = threading.Lock()
+        self._assignment: Assignment | None = None
+        sequence = self.layout.sequence
+        self._per_block = sequence.size if sequence else 1
+        self._step = sequence.multiplier if sequence else 1
+        self._constants = sum(
+            p.spec.value * p.multiplier for p in self.layout.placed if isinstance(p.spec, Constant)
+        ) + (sequence.minimum * sequence.multiplier if sequence else 0)
+        self._node_base = 0
+        self._id = 0
+        self._mark_stale()
+        live_generators.add(self)
+
+    def __repr__(self) -> str:
+        node = dict(self._assignment.values) if self._assignment else "unassigned"
+        return f"<{type(self).__name__} {self.layout.name} node={node}>"
+
+    @property
+    def node(self) -> dict[str, int] | None:
+        """The node values in use, or None before the first ID."""
+        return dict(self._assignment.values) if self._assignment else None
+
+    def __call__(self) -> int:
+        raise NotImplementedError
+
+    def next(self) -> int:
+        """The next ID (same as calling the generator)."""
+        return self()
+
+    def take(self, count: int) -> list[int]:
+        """Reserve ``count`` IDs at once, in increasing order, at the layout's full capacity."""
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TAKE:
+            raise ValueOutOfRange(f"take() needs a count in 0..{MAX_TAKE}, got {count!r}")
+        ids: list[int] = []
+        step = self._step
+        with self._lock:
+            self._busy = 1
+            try:
+                while count:
+                    self._ensure_room(count)
+                    chunk = min(count, self._left)
+                    first = self._id + step
+                    self._id += chunk * step
+                    self._left -= chunk
+                    ids.extend(range(first, self._id + 1, step))
+                    count -= chunk
+            finally:
+                self._busy = 0
+        return ids
+
+    _busy: int  # set while the lock holder changes state (the compiled hot path then waits)
+
+    def _ensure_room(self, wanted: int) -> None:
+        """Make ``self._left`` positive: a new tick or block, running ahead, waiting or raising."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Give the node back to its source (a lease is released; fixed nodes ignore it)."""
+        with self._lock:
+            self._drop_assignment()
+            self._mark_stale()
+
+    def _mark_stale(self) -> None:
+        """Send the next call down the slow path, which takes a node before issuing."""
+        self._stale = True
+        self._left = 0
+        self._busy = 0
+
+    def _drop_assignment(self) -> None:
+        assignment, self._assignment = self._assignment, None
+        if assignment is not None and assignment.release is not None:
+            assignment.release(self._issued_until_ns())
+
+    def _issued_until_ns(self) -> int:
+        """A time no ID of this generator is later than (for fencing the node's next holder)."""
+        return time.time_ns()
+
+    def _assign(self) -> Assignment:
+        """Take fresh node values from the source; the source raises when it has none."""
+        self._drop_assignment()
+        source = self._source
+        if source is None:
+            source = self._source = default_source(self.layout)
+        assignment = source.acquire(self.layout)
+        values = validate_values(self.layout, assignment.values, repr(source))
+        self._node_base = self._constants + sum(
+            value * self.layout[name].multiplier for name, value in values.items()
+        )
+        self._assignment = assignment
+        self._stale = False
+        return assignment
+
+    def forked(self) -> None:
+        """In a child after fork: a new lock, and the parent's node is never used again."""
+        self._lock = threading.Lock()
+        self._assignment = None  # the parent's; never released from here
+        self._mark_stale()
+
+    def decode(self, value: int) -> dict[str, Any]:
+        return self.layout.decode(value).to_dict()

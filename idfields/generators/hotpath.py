@@ -1,0 +1,64 @@
+"""The hot path of TimeGenerator: the pure-Python reference, or the compiled one when built.
+
+``idfields._speedups.TimeCore`` (C, built by ``setup.py`` when a compiler is present) mirrors
+:class:`PureTimeCore` exactly: the same counters, the same decisions, the same IDs for the same
+clock and state; the tests run both. ``IDFIELDS_PURE_PYTHON=1`` forces the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+
+class PureTimeCore:
+    """Issue the next ID of the current tick under the lock; leave the rest to the slow path."""
+
+    _lock: threading.Lock
+    _clock: Callable[[], int]
+    _tick: int
+    _left: int
+    _id: int
+    _step: int
+    _epoch_ns: int
+    _unit_ns: int
+    _skew_ticks: int
+    _limit_tick: int
+    _node_base: int
+    _modulus: int
+    _tick_mul: int
+    _per_block: int
+    _busy: int
+    _begin: Callable[[int], None]  # the slow paths, defined by TimeGenerator
+    _make_room: Callable[[int, int], None]
+
+    def __call__(self) -> int:
+        with self._lock:
+            tick = (self._clock() - self._epoch_ns) // self._unit_ns
+            if tick > self._tick:
+                self._begin(tick)
+            elif not self._left or tick + self._skew_ticks < self._tick:
+                self._make_room(tick, 1)
+            self._left -= 1
+            self._id += self._step
+            return self._id
+
+
+def _compiled() -> type | None:
+    if os.environ.get("IDFIELDS_PURE_PYTHON", "").strip() in {"1", "true", "yes"}:
+        return None
+    try:
+        from idfields._speedups import TimeCore
+    except ImportError:
+        return None
+    return TimeCore
+
+
+if TYPE_CHECKING:
+    TimeCore = PureTimeCore
+else:
+    TimeCore = _compiled() or PureTimeCore
+
+COMPILED = TimeCore is not PureTimeCore
