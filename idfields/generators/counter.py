@@ -19,12 +19,16 @@ class CounterGenerator(IdGenerator):
             raise TypeError(f"layout {self.layout.name!r} has a timestamp; use TimeGenerator")
 
     def __call__(self) -> int:
-        with self._lock:
+        lock = self._lock  # acquire/release: cheaper than ``with`` on 3.11
+        lock.acquire()
+        try:
             if not self._left:
                 self._renew()
             self._left -= 1
             self._id += self._step
             return self._id
+        finally:
+            lock.release()
 
     def _ensure_room(self, wanted: int) -> None:
         if not self._left:

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 
 
 class PureTimeCore:
-    """Issue the next ID of the current tick under the lock; leave the rest to the slow path."""
+    """Issue the next ID of the current tick under the lock; leave the rest to the slow path.
+
+    The current tick is still usable while the clock reads inside ``[_floor_ns, _end_ns)``
+    (the tick itself, or up to ``max_skew`` before it): the same decision as the compiled
+    core's ``tick <= _tick and tick + _skew_ticks >= _tick``, without the division.
+    """
 
     _lock: threading.Lock
     _clock: Callable[[], int]
@@ -31,19 +36,22 @@ class PureTimeCore:
     _tick_mul: int
     _per_block: int
     _busy: int
-    _begin: Callable[[int], None]  # the slow paths, defined by TimeGenerator
-    _make_room: Callable[[int, int], None]
+    _floor_ns: int
+    _end_ns: int
+    _issue_at: Callable[[int], int]  # the slow path, defined by TimeGenerator
 
     def __call__(self) -> int:
-        with self._lock:
-            tick = (self._clock() - self._epoch_ns) // self._unit_ns
-            if tick > self._tick:
-                self._begin(tick)
-            elif not self._left or tick + self._skew_ticks < self._tick:
-                self._make_room(tick, 1)
-            self._left -= 1
-            self._id += self._step
-            return self._id
+        # acquire/release: cheaper than ``with`` on 3.11; the window test replaces tick maths.
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._left and self._floor_ns <= self._clock() < self._end_ns:
+                self._left -= 1
+                self._id += self._step
+                return self._id
+            return self._issue_at((self._clock() - self._epoch_ns) // self._unit_ns)
+        finally:
+            lock.release()
 
 
 def _compiled() -> type | None:

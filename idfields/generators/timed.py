@@ -63,18 +63,21 @@ class TimeGenerator(TimeCore, IdGenerator):
         with self._lock:
             self._busy = 1
             try:
-                if tick > self._tick:
-                    self._begin(tick)
-                elif not self._left or tick + self._skew_ticks < self._tick:
-                    self._make_room(tick, 1)
-                self._left -= 1
-                self._id += self._step
-                return self._id
+                return self._issue_at(tick)
             finally:
                 self._busy = 0
 
+    def _issue_at(self, tick: int) -> int:
+        """The next ID when the clock reads ``tick`` (the caller holds the lock)."""
+        self._room_at(tick, 1)
+        self._left -= 1
+        self._id += self._step
+        return self._id
+
     def _ensure_room(self, wanted: int) -> None:
-        tick = (self._clock() - self._epoch_ns) // self._unit_ns
+        self._room_at((self._clock() - self._epoch_ns) // self._unit_ns, wanted)
+
+    def _room_at(self, tick: int, wanted: int) -> None:
         if tick > self._tick:
             self._begin(tick)
         elif not self._left or tick + self._skew_ticks < self._tick:
@@ -86,6 +89,9 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._tick = tick
         self._left = self._per_block
         self._id = self._node_base + (tick % self._modulus) * self._tick_mul - self._step
+        # The pure hot path's window: the clock readings at which this tick may still be used.
+        self._floor_ns = self._epoch_ns + (tick - self._skew_ticks) * self._unit_ns
+        self._end_ns = self._epoch_ns + (tick + 1) * self._unit_ns
 
     def _check_limits(self, tick: int) -> int:
         """Once a tick passes a limit: the layout's end, or the lease's renewal time or expiry."""
@@ -178,3 +184,4 @@ class TimeGenerator(TimeCore, IdGenerator):
     def _mark_stale(self) -> None:
         super()._mark_stale()
         self._tick = STALE_TICK
+        self._floor_ns = self._end_ns = 0

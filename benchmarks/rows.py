@@ -1,0 +1,82 @@
+"""The row every benchmark returns, and how a row is judged against its baseline."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
+
+
+class Row(TypedDict):
+    """One measured figure. ``value`` None means not measured here; ``note`` then says why.
+
+    ``target`` is the largest allowed ``value / baseline``; with ``higher_is_better`` (throughput
+    units such as "ids/s") it is the smallest.
+    """
+
+    group: str
+    name: str
+    value: float | None
+    unit: str
+    baseline: str | None
+    target: float | None
+    higher_is_better: NotRequired[bool]
+    note: NotRequired[str]
+
+
+_REQUIRED: dict[str, type] = {"group": str, "name": str, "unit": str}
+_OPTIONAL: dict[str, tuple[type, ...]] = {
+    "value": (int, float),
+    "baseline": (str,),
+    "target": (int, float),
+}
+
+
+def check_rows(rows: object) -> list[Row]:
+    """The rows of a module, or a ValueError naming the first malformed one and the fix."""
+    if not isinstance(rows, list):
+        raise ValueError(f"run() must return a list of row dicts, got {type(rows).__name__}")
+    for index, row in enumerate(rows):
+        if not isinstance(row, Mapping):
+            raise ValueError(f"row {index} is a {type(row).__name__}, not a dict")
+        for key, kind in _REQUIRED.items():
+            if not isinstance(row.get(key), kind):
+                raise ValueError(f"row {index} ({row.get('name')!r}) needs {key!r}: a string")
+        for key, kinds in _OPTIONAL.items():
+            if key not in row:
+                raise ValueError(f"row {index} ({row['name']!r}) needs key {key!r} (or None)")
+            if row[key] is not None and not isinstance(row[key], kinds):
+                raise ValueError(f"row {index} ({row['name']!r}): {key!r} = {row[key]!r}")
+    return rows
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A row compared to its baseline: the ratio, and whether the target is met."""
+
+    ratio: float | None
+    met: bool | None  # None: no target, or nothing to compare
+    text: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"ratio": self.ratio, "met": self.met, "verdict": self.text}
+
+
+def judge(row: Row, group: Iterable[Row]) -> Verdict:
+    """Compare ``row`` to the row of its group named by ``row["baseline"]``."""
+    if row["value"] is None or row["baseline"] is None:
+        return Verdict(None, None, "")
+    base = next((other for other in group if other["name"] == row["baseline"]), None)
+    if base is None or not base["value"]:
+        return Verdict(None, None, f"baseline {row['baseline']!r} not measured")
+    ratio = row["value"] / base["value"]
+    target = row["target"]
+    if target is None:
+        return Verdict(ratio, None, "")
+    if row.get("higher_is_better", False):
+        if ratio >= target:
+            return Verdict(ratio, True, "met")
+        return Verdict(ratio, False, f"MISSED by {(1 - ratio / target) * 100:.1f}%")
+    if ratio <= target:
+        return Verdict(ratio, True, "met")
+    return Verdict(ratio, False, f"MISSED by {(ratio / target - 1) * 100:.1f}%")
