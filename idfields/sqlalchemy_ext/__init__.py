@@ -1,1 +1,38 @@
-"""Filled by a later issue."""
+"""SQLAlchemy integration: k-sorted BIGINT keys assigned before the INSERT, and the shared tables.
+
+::
+
+    class Order(Base):
+        __tablename__ = "orders"
+        id: Mapped[int] = id_column(primary_key=True)
+
+    configure(source=LeaseSource(SQLAlchemyDatabase(engine)))  # at start-up, before the first ID
+
+Without :func:`configure` the node comes from ``IDFIELDS_NODE_ID`` (or development mode).
+"""
+
+from idfields.sqlalchemy_ext.columns import SERVER_FUNCTIONS, id_column, id_column_core
+from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
+from idfields.sqlalchemy_ext.tables import (
+    add_tables,
+    counter_table,
+    launch_table,
+    metadata,
+    node_lease_table,
+)
+
+__all__ = [
+    "SERVER_FUNCTIONS",
+    "SQLAlchemyDatabase",
+    "add_tables",
+    "configure",
+    "counter_table",
+    "get_generator",
+    "id_column",
+    "id_column_core",
+    "id_default",
+    "launch_table",
+    "metadata",
+    "node_lease_table",
+]

@@ -1,0 +1,36 @@
+"""Coordination through the project's own database: node leases, launches, counters.
+
+Written once against the small :class:`Database` interface; ``idfields.django_app`` and
+``idfields.sqlalchemy_ext`` adapt their connections to it and share the same three tables
+(``idfields_node_lease``, ``idfields_launch``, ``idfields_counter``). Nothing here imports an
+ORM.
+"""
+
+from idfields.coordination.counters import (
+    LAUNCH_ENV,
+    MAX_LAUNCH_ID,
+    counter_value,
+    current_launch,
+    next_value,
+    record_launch,
+)
+from idfields.coordination.database import VENDORS, Database, Result
+from idfields.coordination.decimal import DecimalSource, decimal_fields
+from idfields.coordination.leases import LeaseInfo, LeaseSource, list_leases
+
+__all__ = [
+    "LAUNCH_ENV",
+    "MAX_LAUNCH_ID",
+    "VENDORS",
+    "Database",
+    "DecimalSource",
+    "LeaseInfo",
+    "LeaseSource",
+    "Result",
+    "counter_value",
+    "current_launch",
+    "decimal_fields",
+    "list_leases",
+    "next_value",
+    "record_launch",
+]

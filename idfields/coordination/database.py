@@ -1,0 +1,76 @@
+"""The small connection interface the coordination logic runs on, and its few dialect differences.
+
+Django and SQLAlchemy each adapt their own connection to :class:`Database`; the logic of leases,
+launches and counters is written once against it. Adapters must use a connection of their own,
+never the caller's transaction: a rolled-back request must not roll back a lease.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+VENDORS = ("postgresql", "mysql", "sqlite")
+
+
+@dataclass(frozen=True)
+class Result:
+    """Rows of a query (empty for other statements) and the rows a statement matched."""
+
+    rows: list[tuple[Any, ...]]
+    rowcount: int
+
+
+@runtime_checkable
+class Database(Protocol):
+    """A private connection to the database holding the coordination tables.
+
+    - ``vendor``: "postgresql", "mysql" or "sqlite".
+    - ``execute(sql, params)``: ``%s`` placeholders, values always bound; committed on its own
+      unless inside ``atomic()``. ``rowcount`` counts *matched* rows: MySQL connections need
+      ``CLIENT.FOUND_ROWS``, which Django and SQLAlchemy set by default.
+    - ``atomic()``: one transaction around the statements executed inside it (not nestable).
+    """
+
+    @property
+    def vendor(self) -> str: ...
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Result: ...
+
+    def atomic(self) -> AbstractContextManager[None]: ...
+
+
+def vendor_of(database: Database) -> str:
+    """The database's vendor, refusing those whose SQL we do not speak."""
+    vendor = database.vendor
+    if vendor not in VENDORS:
+        raise ValueError(
+            f"idfields coordination supports {', '.join(VENDORS)}, not {vendor!r}; keep the "
+            "coordination tables in one of those (IDFIELDS['DATABASE'] names the alias)"
+        )
+    return vendor
+
+
+def insert_if_absent(
+    database: Database, table: str, columns: Sequence[str], values: Sequence[object]
+) -> bool:
+    """Insert a row unless its key exists; True when this call inserted it.
+
+    ``table`` and ``columns`` are our own constant names, never user input.
+    """
+    names = ", ".join(columns)
+    marks = ", ".join(["%s"] * len(columns))
+    if vendor_of(database) == "mysql":
+        sql = f"INSERT IGNORE INTO {table} ({names}) VALUES ({marks})"  # noqa: S608
+    else:
+        sql = f"INSERT INTO {table} ({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"  # noqa: S608
+    return database.execute(sql, values).rowcount == 1
+
+
+def check_length(what: str, value: str, limit: int) -> str:
+    """Refuse strings the schema's VARCHAR columns would truncate (MySQL might do it silently)."""
+    if len(value) > limit:
+        raise ValueError(f"{what} {value[:40]!r}... is {len(value)} characters; keep it <= {limit}")
+    return value

@@ -1,0 +1,13 @@
+"""The Django app of idfields (``INSTALLED_APPS += ["idfields.django_app"]``)."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class IdFieldsConfig(AppConfig):
+    name = "idfields.django_app"
+    label = "idfields"
+    verbose_name = "idfields"
+    # Our own tables never depend on our generator (it needs them to hand out nodes).
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,99 @@
+"""The core coordination's ``Database`` on a private connection to a Django database alias.
+
+A lease must outlive the request that happened to ask for the first ID: a rolled-back request
+must not roll back a lease, and a lease claim must not wait behind the request's locks. So this
+adapter opens its own connection (``connections.create_connection``) per process, shared by the
+process's threads under a lock (claims and renewals are rare), and opens a new one in a forked
+child, never touching the parent's socket.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+from idfields.coordination import Result
+
+_live: weakref.WeakSet[DjangoDatabase] = weakref.WeakSet()
+
+
+class DjangoDatabase:
+    """``idfields.coordination.Database`` on its own connection to the alias ``alias``."""
+
+    def __init__(self, alias: str = "default") -> None:
+        self.alias = alias
+        self._lock = threading.RLock()
+        self._wrapper: BaseDatabaseWrapper | None = None
+        self._inherited: list[BaseDatabaseWrapper] = []
+        _live.add(self)
+
+    def __repr__(self) -> str:
+        return f"DjangoDatabase({self.alias!r})"
+
+    @property
+    def vendor(self) -> str:
+        return self._connection().vendor
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        with self._lock:
+            wrapper = self._connection()
+            try:
+                args: list[Any] = list(params)
+                with wrapper.cursor() as cursor:
+                    cursor.execute(sql, args)
+                    rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
+                    return Result(rows, cursor.rowcount)
+            except Exception:
+                if wrapper.get_autocommit():  # a broken connection is reopened on the next call
+                    wrapper.close()
+                raise
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        with self._lock:
+            wrapper = self._connection()
+            wrapper.set_autocommit(False)
+            try:
+                yield
+                wrapper.commit()
+            except BaseException:
+                wrapper.rollback()
+                raise
+            finally:
+                wrapper.set_autocommit(True)
+
+    def close(self) -> None:
+        """Close the private connection (it reopens on the next call)."""
+        with self._lock:
+            if self._wrapper is not None:
+                self._wrapper.close()
+
+    def _connection(self) -> BaseDatabaseWrapper:
+        if self._wrapper is None:
+            wrapper = connections.create_connection(self.alias)
+            wrapper.inc_thread_sharing()  # guarded by our lock
+            self._wrapper = wrapper
+        return self._wrapper
+
+    def _forked(self) -> None:
+        # The parent's connection is kept, unused and unclosed: closing or collecting it here
+        # would end the parent's session on the shared socket.
+        if self._wrapper is not None:
+            self._inherited.append(self._wrapper)
+        self._wrapper = None
+        self._lock = threading.RLock()
+
+
+def _after_fork_in_child() -> None:
+    for database in list(_live):
+        database._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

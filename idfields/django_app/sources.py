@@ -1,0 +1,113 @@
+"""One generator per layout per process, with the node source the ``IDFIELDS`` setting names.
+
+Fields call :func:`generator_for` in ``pre_save``: after the first call it is one dict lookup.
+The first call builds the generator lazily (settings are read then, never at import time); a
+``setting_changed`` for IDFIELDS or DATABASES closes the generators (releasing their leases) so
+the next call builds them afresh.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from idfields.coordination import DecimalSource, LeaseSource
+from idfields.django_app.conf import IdFieldsSettings, get_settings
+from idfields.django_app.coordination import DjangoDatabase
+from idfields.errors import LayoutError, NodeNotConfigured
+from idfields.generators import IdGenerator, make_generator
+from idfields.layouts import Layout
+from idfields.nodes import DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
+
+_generators: dict[str | Layout, IdGenerator] = {}  # by the argument callers pass
+_by_name: dict[str, IdGenerator] = {}  # one generator per layout, however it is named
+_databases: dict[str, DjangoDatabase] = {}
+_lock = threading.Lock()
+
+
+def generator_for(layout: str | Layout) -> IdGenerator:
+    """The process's generator for ``layout`` (a layout name or a Layout)."""
+    try:
+        return _generators[layout]
+    except KeyError:
+        return _create(layout)
+
+
+def coordination_database(alias: str | None = None) -> DjangoDatabase:
+    """The coordination adapter of ``alias`` (default: ``IDFIELDS['DATABASE']``), one per alias."""
+    alias = alias or get_settings().database
+    database = _databases.get(alias)
+    if database is None:
+        database = _databases.setdefault(alias, DjangoDatabase(alias))
+    return database
+
+
+def node_source(layout: Layout, settings: IdFieldsSettings | None = None) -> NodeSource:
+    """The node source ``IDFIELDS['NODE_SOURCE']`` names, for ``layout``."""
+    settings = settings or get_settings()
+    kind = settings.node_source
+    if kind == "lease":
+        database = coordination_database(settings.database)
+        if layout.timestamp is None:
+            return DecimalSource(database)
+        return LeaseSource(database, ttl_s=settings.lease_ttl)
+    if kind == "static":
+        if len(layout.node_fields) != 1:  # DecimalId: generator and launch ids of the deployment
+            return EnvironmentNode()
+        if settings.node is None:
+            raise NodeNotConfigured(
+                "IDFIELDS['NODE_SOURCE'] is 'static' but IDFIELDS['NODE'] is not set; set NODE "
+                "to this process's node id, or use NODE_SOURCE 'lease'"
+            )
+        return StaticNode(settings.node)
+    if kind == "env":
+        return EnvironmentNode()
+    if kind == "development":
+        return DevelopmentNode()
+    raise NodeNotConfigured(
+        f"IDFIELDS['NODE_SOURCE'] = {kind!r} is unknown; use 'lease', 'static', 'env' or "
+        "'development'"
+    )
+
+
+def _create(key: str | Layout) -> IdGenerator:
+    with _lock:
+        settings = get_settings()
+        layout = settings.resolve_layout(key)
+        generator = _by_name.get(layout.name)
+        if generator is None:
+            options: dict[str, Any] = {}
+            if layout.timestamp is not None:
+                options["max_skew_ns"] = round(settings.max_skew * 1e9)
+            generator = make_generator(layout, node_source(layout, settings), **options)
+            _by_name[layout.name] = generator
+        elif generator.layout != layout:
+            raise LayoutError(
+                f"two different layouts are named {layout.name!r} (leases and reports key "
+                "layouts by name); give each layout a name of its own"
+            )
+        _generators[key] = generator
+        return generator
+
+
+def reset() -> None:
+    """Close every generator (releasing leases) and connection; the next call rebuilds them."""
+    with _lock:
+        generators = list(_by_name.values())
+        _generators.clear()
+        _by_name.clear()
+        databases = list(_databases.values())
+        _databases.clear()
+    for generator in generators:
+        generator.close()
+    for database in databases:
+        database.close()
+
+
+@receiver(setting_changed)
+def _reset_on_change(*, setting: str, **kwargs: Any) -> None:
+    if setting in ("IDFIELDS", "DATABASES"):
+        reset()

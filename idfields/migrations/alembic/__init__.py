@@ -1,0 +1,41 @@
+"""Alembic operations of idfields, registered on import.
+
+In ``env.py`` (or the migration itself) import this package, then write migrations against the
+typed ``op`` it exports, which is Alembic's own ``op`` plus our operations for mypy::
+
+    from idfields.migrations.alembic import op
+
+    def upgrade() -> None:
+        op.create_idfields_tables()
+
+Alembic types ``alembic.op`` from a fixed stub, so plugins cannot add to it; importing ``op``
+from here is what lets mypy see ``op.create_idfields_tables()``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from alembic import op as _alembic_op
+
+# Each module below registers its operations with Alembic when imported.
+from idfields.migrations.alembic import functions as functions
+from idfields.migrations.alembic import tables as tables
+
+if TYPE_CHECKING:
+    from alembic.operations import Operations
+
+    class IdFieldsOperations(Operations):
+        """Alembic's operations plus ours, as mypy sees ``op``."""
+
+        # tables.py
+        def create_idfields_tables(self) -> None: ...
+        def drop_idfields_tables(self) -> None: ...
+
+        # functions.py
+        def install_id_functions(self, version: str, from_version: str | None = None) -> None: ...
+
+
+op = cast("IdFieldsOperations", _alembic_op)
+
+__all__ = ["functions", "op", "tables"]

@@ -1,0 +1,5 @@
+"""Django migration operations of idfields."""
+
+from idfields.migrations.django.functions import InstallIdFunctions
+
+__all__ = ["InstallIdFunctions"]

@@ -1,0 +1,95 @@
+"""``InstallIdFunctions``: install (or upgrade) the database-side ID functions in a migration.
+
+The operation names an SQL version, so a migration replays the same way forever. PostgreSQL
+only: on other vendors, or where the router says no, it does nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.migrations.operations.base import Operation
+from django.db.migrations.state import ProjectState
+
+from idfields import sql
+
+
+class InstallIdFunctions(Operation):
+    """Install SQL version ``version``; with ``from_version``, upgrade from it (and back)."""
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, version: str, from_version: str | None = None) -> None:
+        for name in (version, from_version):
+            if name is not None and name not in sql.available():
+                raise ValueError(
+                    f"idfields has no SQL version {name!r}; released: {', '.join(sql.available())}"
+                )
+        self.version = version
+        self.from_version = from_version
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs: dict[str, Any] = {"version": self.version}
+        if self.from_version is not None:
+            kwargs["from_version"] = self.from_version
+        return "idfields.migrations.django.InstallIdFunctions", [], kwargs
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        """Functions are not model state."""
+
+    def _run(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, script: str) -> None:
+        connection = schema_editor.connection
+        if connection.vendor != "postgresql":
+            return
+        if not self.allow_migrate_model(connection.alias, _FakeModel(app_label)):
+            return
+        schema_editor.execute(script, params=None)
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        self._run(app_label, schema_editor, sql.load(self.version))
+
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        if self.from_version is None:
+            self._run(app_label, schema_editor, sql.load_drop(self.version))
+        else:
+            self._run(app_label, schema_editor, sql.load(self.from_version))
+
+    def describe(self) -> str:
+        if self.from_version:
+            return f"Upgrade idfields database functions {self.from_version} -> {self.version}"
+        return f"Install idfields database functions {self.version}"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"idfields_functions_{self.version}"
+
+
+class _FakeModel:
+    """What ``allow_migrate_model`` needs to ask the routers about this app's schema."""
+
+    def __init__(self, app_label: str) -> None:
+        self._meta = _Meta(app_label)
+
+
+class _Meta:
+    def __init__(self, app_label: str) -> None:
+        self.app_label = app_label
+        self.model_name = "idfields_functions"
+        self.managed = True
+        self.proxy = False
+        self.swapped = False
+        self.can_migrate = lambda connection: True

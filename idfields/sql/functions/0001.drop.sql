@@ -1,0 +1,18 @@
+-- Removes what 0001.sql installed. No CASCADE: a column default that still calls a function
+-- makes this fail, instead of silently dropping the default.
+DROP FUNCTION IF EXISTS idfields.decode_decimalid(bigint);
+DROP FUNCTION IF EXISTS idfields.decode_traceid(bigint);
+DROP FUNCTION IF EXISTS idfields.decode_traceid(bigint, timestamptz);
+DROP FUNCTION IF EXISTS idfields.decode_snowflake(bigint);
+DROP FUNCTION IF EXISTS idfields.next_decimalid();
+DROP FUNCTION IF EXISTS idfields.decimalid_slow_path();
+DROP FUNCTION IF EXISTS idfields.next_traceid();
+DROP FUNCTION IF EXISTS idfields.next_traceid_at(bigint);
+DROP FUNCTION IF EXISTS idfields.next_snowflake();
+DROP FUNCTION IF EXISTS idfields.next_snowflake_at(bigint);
+DROP FUNCTION IF EXISTS idfields.time_slow_path(text, bigint, bigint, bigint, integer, boolean,
+    integer, integer, bigint, bigint, bigint, bigint, integer);
+DROP FUNCTION IF EXISTS idfields.clock_ms();
+DROP FUNCTION IF EXISTS idfields.backend_holder();
+DROP FUNCTION IF EXISTS idfields.lease_lock_key(text);
+DROP SCHEMA IF EXISTS idfields;

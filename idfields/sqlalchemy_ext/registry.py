@@ -1,0 +1,202 @@
+"""The per-process generators behind ``id_column``: one per layout, made at its first ID.
+
+Models are usually defined (at import) before the application configures its node source (at
+start-up), so column defaults never hold a generator directly: each holds a :class:`_Slot` that
+makes the generator on first use from the configuration in force then. :func:`configure` closes
+the generators made so far (their leases are released) and empties the slots; every source is
+wrapped in a :class:`_FencedSource`, so the generator that replaces one never repeats its IDs,
+even when a fixed-node factory hands the same node out again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from idfields.errors import NodeError
+from idfields.generators import DEFAULT_MAX_SKEW_NS, IdGenerator, make_generator
+from idfields.layouts import BUILTIN_LAYOUTS, Layout
+from idfields.nodes import Assignment, NodeSource, default_source
+
+SourceFactory = Callable[[Layout], NodeSource]
+
+
+@dataclass(frozen=True)
+class _Config:
+    source: NodeSource | SourceFactory | None = None
+    layouts: Mapping[str, Layout] = field(default_factory=dict)
+    max_skew_ns: int = DEFAULT_MAX_SKEW_NS
+
+
+class _History:
+    """What this process's generators of one layout have used: how far they issued, and which
+    blocks (node values) a counter layout has had."""
+
+    def __init__(self) -> None:
+        self.issued_until_ns = 0
+        self.blocks: set[tuple[tuple[str, int], ...]] = set()
+
+
+class _FencedSource:
+    """The configured source, with the layout's history applied to every assignment."""
+
+    def __init__(self, source: NodeSource | None, history: _History) -> None:
+        self._source = source
+        self._history = history
+
+    def __repr__(self) -> str:
+        return repr(self._source) if self._source is not None else "the default node source"
+
+    def acquire(self, layout: Layout) -> Assignment:
+        if self._source is None:
+            self._source = default_source(layout)
+        assignment = self._source.acquire(layout)
+        history = self._history
+        if layout.timestamp is None:
+            block = tuple(sorted(assignment.values.items()))
+            if block in history.blocks:
+                raise NodeError(
+                    f"{self._source!r} gave node {dict(block)} of layout {layout.name!r} again; "
+                    "its counter restarts at 1 and would repeat IDs. Use a source that hands out "
+                    "fresh values (the database DecimalSource or LeaseSource)"
+                )
+            history.blocks.add(block)
+        release = assignment.release
+
+        def record(issued_until_ns: int) -> None:
+            history.issued_until_ns = max(history.issued_until_ns, issued_until_ns)
+            if release is not None:
+                release(issued_until_ns)
+
+        return dataclasses.replace(
+            assignment,
+            not_before_ns=max(assignment.not_before_ns, history.issued_until_ns),
+            release=record,
+        )
+
+
+class _Slot:
+    """The generator of one layout; ``call`` is its bound ``__call__`` once it exists."""
+
+    __slots__ = ("call", "layout", "name")
+
+    def __init__(self, name: str, layout: Layout | None) -> None:
+        self.name = name
+        self.layout = layout  # given to id_column directly, else resolved from the configuration
+        self.call: Callable[[], int] = self._first_call
+
+    def _first_call(self) -> int:
+        return _registry.generator(self.name)()
+
+
+class _Registry:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._config = _Config()
+        self._slots: dict[str, _Slot] = {}
+        self._generators: dict[str, IdGenerator] = {}
+        self._histories: dict[str, _History] = {}
+
+    def slot(self, layout: str | Layout) -> _Slot:
+        name = layout.name if isinstance(layout, Layout) else layout
+        if not isinstance(name, str):
+            raise TypeError(f"layout must be a layout name or an idfields Layout, got {layout!r}")
+        given = layout if isinstance(layout, Layout) else None
+        with self._lock:
+            slot = self._slots.get(name)
+            if slot is None:
+                slot = self._slots[name] = _Slot(name, given)
+            elif given is not None and slot.layout not in (None, given):
+                raise ValueError(
+                    f"two different layouts are both named {name!r}; give each a unique name"
+                )
+            elif given is not None:
+                slot.layout = given
+        return slot
+
+    def generator(self, layout: str | Layout) -> IdGenerator:
+        slot = self.slot(layout)
+        with self._lock:
+            made = self._generators.get(slot.name)
+            if made is None:
+                made = self._make(slot)
+                self._generators[slot.name] = made
+                slot.call = made.__call__
+        return made
+
+    def _make(self, slot: _Slot) -> IdGenerator:
+        config = self._config
+        layout = slot.layout or config.layouts.get(slot.name) or BUILTIN_LAYOUTS.get(slot.name)
+        if layout is None:
+            known = ", ".join([*BUILTIN_LAYOUTS, *config.layouts])
+            raise KeyError(
+                f"unknown idfields layout {slot.name!r} (known: {known}); register it with "
+                "idfields.sqlalchemy_ext.configure(layouts=[...]) or pass the Layout itself"
+            )
+        source = config.source
+        if source is not None and not isinstance(source, NodeSource):
+            source = source(layout)
+        history = self._histories.setdefault(slot.name, _History())
+        fenced = _FencedSource(source, history)
+        options = {"max_skew_ns": config.max_skew_ns} if layout.timestamp is not None else {}
+        return make_generator(layout, fenced, **options)
+
+    def configure(self, config: _Config) -> None:
+        with self._lock:
+            generators = list(self._generators.values())
+            self._generators.clear()
+            self._config = config
+            for slot in self._slots.values():
+                slot.call = slot._first_call
+        for generator in generators:
+            generator.close()
+
+
+_registry = _Registry()
+
+
+def configure(
+    *,
+    source: NodeSource | SourceFactory | None = None,
+    layouts: Iterable[Layout] | Mapping[str, Layout] = (),
+    max_skew: float = DEFAULT_MAX_SKEW_NS / 1e9,
+) -> None:
+    """Say where ``id_column`` generators get their node, which user layouts exist, and the skew.
+
+    ``source`` is one NodeSource serving every layout (``LeaseSource(SQLAlchemyDatabase(e))``)
+    or a factory called with each layout (needed for fixed nodes such as ``StaticNode``, which
+    serve one generator each). Without one, the node comes from the environment
+    (``IDFIELDS_NODE_ID``) or development mode (``default_source``). ``max_skew`` is how many
+    seconds a generator may run ahead of a clock that stepped back. Calling this again closes
+    the generators made so far, releasing their leases; the next ID uses the new settings.
+    """
+    if isinstance(max_skew, bool) or not isinstance(max_skew, int | float) or max_skew < 0:
+        raise ValueError(f"max_skew must be a number of seconds >= 0, got {max_skew!r}")
+    if source is not None and not callable(source) and not isinstance(source, NodeSource):
+        raise TypeError(
+            f"source must be a NodeSource (with acquire(layout)) or a callable taking a Layout "
+            f"and returning one, got {source!r}"
+        )
+    named = dict(layouts) if isinstance(layouts, Mapping) else {lay.name: lay for lay in layouts}
+    for name, layout in named.items():
+        if not isinstance(layout, Layout):
+            raise TypeError(f"layouts[{name!r}] is {layout!r}, not an idfields Layout")
+    _registry.configure(_Config(source, named, round(max_skew * 1e9)))
+
+
+def get_generator(layout: str | Layout = "snowflake") -> IdGenerator:
+    """The generator ``id_column(layout)`` uses in this process (made now if needed)."""
+    return _registry.generator(layout)
+
+
+def id_default(layout: str | Layout = "snowflake") -> Callable[[], int]:
+    """A zero-argument callable returning the next ID of ``layout``, for ``default=``."""
+    slot = _registry.slot(layout)
+
+    def next_id() -> int:
+        return slot.call()
+
+    next_id.__qualname__ = next_id.__name__ = f"next_{slot.name}_id"
+    return next_id

@@ -1,0 +1,218 @@
+"""The PL/pgSQL generators: uniqueness, order, node leases, clock, privileges, dump/restore."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from datetime import UTC, datetime
+
+import psycopg
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from idfields.layouts import get_layout
+
+SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))
+EPOCH_MS = 1_704_067_200_000
+
+
+def ids_of(conn: psycopg.Connection, expression: str, n: int) -> list[int]:
+    rows = conn.execute(f"SELECT {expression} FROM generate_series(1, %s::integer)", [n]).fetchall()
+    return [row[0] for row in rows]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=1, max_value=2**63 - 1))
+def test_sql_decode_equals_python_decode(pg_kwargs: dict[str, object], value: int) -> None:
+    with psycopg.connect(**pg_kwargs) as conn:
+        snow = conn.execute("SELECT * FROM idfields.decode_snowflake(%s)", [value]).fetchone()
+        reference = datetime(2026, 6, 1, tzinfo=UTC)
+        trace = conn.execute(
+            "SELECT * FROM idfields.decode_traceid(%s, %s)", [value, reference]
+        ).fetchone()
+        dec = conn.execute("SELECT * FROM idfields.decode_decimalid(%s)", [value]).fetchone()
+    py = SNOWFLAKE.decode(value)
+    assert snow[:3] == (py.values["timestamp"], py.values["node"], py.values["sequence"])
+    assert (snow[3], snow[5]) == (py.time_ns // 10**6, py.in_layout)
+    if py.time is not None:
+        assert snow[4] == py.time
+    py = TRACEID.decode(value, reference_ns=int(reference.timestamp()) * 10**9)
+    assert trace[:3] == (py.values["timestamp"], py.values["node_no"], py.values["counter"])
+    assert (trace[3], trace[4], trace[5]) == (py.time_ns // 10**6, py.time, py.in_layout)
+    py = DECIMAL.decode(value)
+    assert dec == (
+        py.values["counter"],
+        py.values["generator_id"],
+        py.values["launch_id"],
+        py.in_layout,
+    )
+
+
+@pytest.mark.parametrize("function", ["next_snowflake", "next_traceid"])
+def test_one_statement_past_a_ticks_capacity_never_repeats(connect, function: str) -> None:
+    conn = connect()
+    ids = ids_of(conn, f"idfields.{function}()", 50_000)
+    more = ids_of(conn, f"idfields.{function}()", 20_000)
+    assert len(set(ids + more)) == 70_000
+    assert ids == sorted(ids) and ids[-1] < more[0]
+
+
+def test_more_than_4096_ids_in_one_millisecond_carry_into_the_next(connect) -> None:
+    conn = connect()
+    conn.execute("SELECT idfields.next_snowflake()")
+    now = conn.execute("SELECT idfields.clock_ms() - %s", [EPOCH_MS]).fetchone()[0]
+    ids = ids_of(conn, f"idfields.next_snowflake_at({now + 5})", 10_000)  # a frozen clock
+    assert ids == sorted(set(ids))
+    ticks = {SNOWFLAKE.decode(i).values["timestamp"] for i in ids}
+    assert len(ticks) >= 3 and max(ticks) <= now + 5 + 3
+
+
+def test_a_transaction_of_70000_rows_never_repeats(connect) -> None:
+    conn = connect(autocommit=False)
+    with conn.transaction():
+        ids = ids_of(conn, "idfields.next_snowflake()", 70_000)
+    assert len(set(ids)) == 70_000
+
+
+def test_clock_stepping_back_carries_forward_then_refuses(connect) -> None:
+    conn = connect()
+    now = conn.execute("SELECT idfields.clock_ms() - %s", [EPOCH_MS]).fetchone()[0]
+    first = ids_of(conn, f"idfields.next_snowflake_at({now})", 10)
+    back = ids_of(conn, f"idfields.next_snowflake_at({now - 500})", 5000)  # within the bound
+    assert first + back == sorted(set(first + back))
+    with pytest.raises(psycopg.errors.DatetimeFieldOverflow) as caught:
+        ids_of(conn, f"idfields.next_snowflake_at({now - 5000})", 5000)
+    assert "clock" in str(caught.value) and caught.value.diag.message_hint
+    after = ids_of(conn, f"idfields.next_snowflake_at({now + 2000})", 10)
+    assert after[0] > back[-1]
+
+
+def test_each_connection_holds_its_own_node(connect) -> None:
+    conns = [connect() for _ in range(4)]
+    nodes = [
+        SNOWFLAKE.decode(ids_of(c, "idfields.next_snowflake()", 1)[0]).values["node"] for c in conns
+    ]
+    assert len(set(nodes)) == 4
+    holders = dict(
+        conns[0]
+        .execute("SELECT node, holder FROM public.idfields_node_lease WHERE layout = 'snowflake'")
+        .fetchall()
+    )
+    for conn, node in zip(conns, nodes, strict=True):
+        assert holders[node].startswith(f"pg:{conn.info.backend_pid}:")
+
+
+def test_app_and_db_leases_do_not_overlap_and_rolled_back_claims_vanish(connect) -> None:
+    conn = connect()
+    admin = connect()
+    far = 2**62
+    # An app process holds every node but one: the backend must take that one.
+    admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
+    admin.execute(
+        "INSERT INTO public.idfields_node_lease (layout, node, holder, acquired_at_ms, "
+        "expires_at_ms) SELECT 'snowflake', n, 'app:test', 0, %s "
+        "FROM generate_series(0, 1023) n WHERE n <> 7",
+        [far],
+    )
+    with pytest.raises(psycopg.errors.DivisionByZero), conn.transaction():
+        conn.execute("SELECT idfields.next_snowflake()")
+        conn.execute("SELECT 1/0")
+    # The claim rolled back with its transaction; the next call claims again, durably.
+    value = ids_of(conn, "idfields.next_snowflake()", 1)[0]
+    assert SNOWFLAKE.decode(value).values["node"] == 7
+    other = connect()
+    with pytest.raises(psycopg.errors.ConfigurationLimitExceeded) as caught:
+        other.execute("SELECT idfields.next_snowflake()")
+    assert "no free snowflake node" in str(caught.value)
+    assert "lease" in caught.value.diag.message_hint
+    admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
+
+
+def test_restricted_role_with_documented_grants(pg_kwargs, connect) -> None:
+    admin = connect()
+    admin.execute("DROP ROLE IF EXISTS idfields_app")
+    admin.execute("CREATE ROLE idfields_app LOGIN")
+    try:
+        for grant in (
+            "GRANT USAGE ON SCHEMA idfields TO idfields_app",
+            "GRANT SELECT, INSERT, UPDATE ON public.idfields_node_lease TO idfields_app",
+            "GRANT SELECT, INSERT, UPDATE ON public.idfields_counter TO idfields_app",
+            "GRANT SELECT ON public.idfields_launch TO idfields_app",
+        ):
+            admin.execute(grant)
+        admin.execute(
+            "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
+        )
+        conn = connect(user="idfields_app")
+        for function in ("next_snowflake", "next_traceid", "next_decimalid"):
+            ids = ids_of(conn, f"idfields.{function}()", 1000)
+            assert ids == sorted(set(ids))
+        conn.close()  # its temporary sequences go with it
+    finally:
+        admin.execute("REVOKE ALL ON ALL TABLES IN SCHEMA public FROM idfields_app")
+        admin.execute("REVOKE ALL ON SCHEMA idfields FROM idfields_app")
+        admin.execute("DROP ROLE idfields_app")
+
+
+def test_pg_dump_restores_into_a_fresh_database(pg_kwargs, connect) -> None:
+    admin = connect()
+    admin.execute("DROP DATABASE IF EXISTS idfields_restore_test")
+    admin.execute("CREATE DATABASE idfields_restore_test")
+    source = {k: v for k, v in pg_kwargs.items() if k != "dbname"}
+    try:
+        args = ["-h", str(source["host"]), "-p", str(source["port"]), "-U", str(source["user"])]
+        dump = subprocess.run(
+            ["pg_dump", "-Fc", *args, str(pg_kwargs["dbname"])], check=True, capture_output=True
+        ).stdout
+        subprocess.run(
+            ["pg_restore", *args, "-d", "idfields_restore_test"],
+            input=dump,
+            check=True,
+            capture_output=True,
+        )
+        restored = connect(dbname="idfields_restore_test")
+        ids = ids_of(restored, "idfields.next_snowflake()", 1000)
+        assert ids == sorted(set(ids))
+    finally:
+        admin.execute("DROP DATABASE IF EXISTS idfields_restore_test WITH (FORCE)")
+
+
+@pytest.mark.slow
+def test_eight_connections_insert_1_600_000_distinct_increasing_ids(connect) -> None:
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS db_side_rows")
+    admin.execute(
+        "CREATE TABLE db_side_rows (id bigint PRIMARY KEY "
+        "DEFAULT idfields.next_snowflake(), conn integer, n integer)"
+    )
+    errors: list[BaseException] = []
+
+    def insert(index: int) -> None:
+        try:
+            conn = connect()
+            for start in range(0, 200_000, 20_000):
+                conn.execute(
+                    "INSERT INTO db_side_rows (conn, n) SELECT %s, g "
+                    "FROM generate_series(%s::integer, %s::integer) g",
+                    [index, start, start + 19_999],
+                )
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=insert, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    assert admin.execute("SELECT count(*), count(DISTINCT id) FROM db_side_rows").fetchone() == (
+        1_600_000,
+        1_600_000,
+    )
+    backwards = admin.execute(
+        "SELECT count(*) FROM (SELECT id < lag(id) OVER (PARTITION BY conn ORDER BY n) AS back "
+        "FROM db_side_rows) s WHERE back"
+    ).fetchone()[0]
+    assert backwards == 0
+    admin.execute("DROP TABLE db_side_rows")

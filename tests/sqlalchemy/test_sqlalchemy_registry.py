@@ -1,0 +1,50 @@
+"""The per-process registry: lazy configuration, re-configuration never repeats an ID."""
+
+from __future__ import annotations
+
+import pytest
+
+from idfields.errors import NodeError
+from idfields.layouts import Layout, Node, Sequence, Timestamp, get_layout
+from idfields.nodes import StaticNode
+from idfields.sqlalchemy_ext import configure, get_generator, id_default
+
+
+def test_columns_defined_before_configure_use_the_later_configuration() -> None:
+    default = id_default("snowflake")  # as at import time, before the app configures
+    configure(source=lambda layout: StaticNode(17))
+    assert get_layout("snowflake").decode(default()).values["node"] == 17
+    assert get_generator("snowflake").node == {"node": 17}
+
+
+def test_reconfiguring_with_the_same_node_never_repeats_an_id() -> None:
+    default = id_default("snowflake")
+    configure(source=lambda layout: StaticNode(3))
+    before = [default() for _ in range(5000)]
+    configure(source=lambda layout: StaticNode(3))  # same node again, same millisecond
+    after = [default() for _ in range(5000)]
+    assert min(after) > max(before)
+
+
+def test_a_counter_block_handed_out_twice_is_refused() -> None:
+    default = id_default("decimal")
+    configure(source=lambda layout: StaticNode(generator_id=92, launch_id=65))
+    first = default()
+    assert get_layout("decimal").decode(first).values["generator_id"] == 92
+    configure(source=lambda layout: StaticNode(generator_id=92, launch_id=65))
+    with pytest.raises(NodeError, match="again"):
+        default()
+
+
+def test_user_layouts_and_bad_configuration() -> None:
+    mine = Layout(
+        "sa_test_layout",
+        [Timestamp(41, unit="ms"), Node(10), Sequence(12)],
+    )
+    default = id_default("sa_test_layout")
+    configure(source=lambda layout: StaticNode(9), layouts=[mine])
+    assert mine.decode(default()).values["node"] == 9
+    with pytest.raises(ValueError, match="max_skew"):
+        configure(max_skew=-1)
+    with pytest.raises(TypeError, match="NodeSource"):
+        configure(source=17)  # type: ignore[arg-type]
