@@ -1,0 +1,121 @@
+"""The ``idfields`` command (also ``python -m idfields``): layouts, new IDs, inspect, codecs.
+
+Exit status: 0 on success; 2 when the input or the setup is wrong (one line on stderr naming the
+problem and the fix, never a traceback, with or without ``--json``). ``--json`` prints one JSON
+document on stdout; without it the output is aligned for people and ``new`` prints one ID a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from idfields import __version__
+from idfields.cli import codec, ids, layouts
+from idfields.cli.arguments import MAX_COUNT, UsageError
+from idfields.codecs import DEFAULT_ENV_VAR
+from idfields.errors import IdFieldsError
+from idfields.layouts import BUILTIN_LAYOUTS
+
+__all__ = ["main"]
+
+Run = Callable[[argparse.Namespace], dict[str, Any]]
+Render = Callable[[dict[str, Any]], str]
+
+NODE_HELP = (
+    "node of the generator: N for a layout with one node field (e.g. --node 7), or "
+    "name=value pairs for several (e.g. --layout decimal --node generator_id=92,launch_id=65). "
+    "Without it the node comes from the environment (IDFIELDS_NODE_ID, or the layout's variables "
+    "such as IDFIELDS_GENERATOR_ID/IDFIELDS_LAUNCH_ID), or IDFIELDS_DEVELOPMENT=1"
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (not usage text) through ``main``."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}; see '{self.prog} --help'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="idfields",
+        description="63-bit k-sorted IDs: list layouts, issue IDs, inspect one, encode/decode.",
+        epilog="Exit status 2: bad input or setup, explained in one line on stderr.",
+    )
+    parser.add_argument("--version", action="version", version=f"idfields {__version__}")
+    common = _Parser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON document")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    def command(name: str, run: Run, render: Render, help: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, parents=[common], help=help, description=help)
+        sub.set_defaults(run=run, render=render)
+        return sub
+
+    def layout_option(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--layout", default="snowflake", help=f"one of {', '.join(BUILTIN_LAYOUTS)}"
+        )
+
+    command(
+        "layouts",
+        layouts.run,
+        layouts.render,
+        "built-in layouts: fields, IDs per second per node, nodes, when they run out or wrap",
+    )
+    new = command("new", ids.run_new, ids.render_new, "issue new IDs")
+    layout_option(new)
+    new.add_argument("--node", help=NODE_HELP)
+    new.add_argument("--count", default="1", help=f"how many IDs, 1..{MAX_COUNT:,} (default 1)")
+    new.add_argument("--base62", action="store_true", help="show the base62 form too")
+    inspect = command(
+        "inspect", ids.run_inspect, ids.render_inspect, "decode an ID into fields and UTC time"
+    )
+    inspect.add_argument("id", metavar="ID", help="the ID, in decimal (or base62 with --base62)")
+    layout_option(inspect)
+    inspect.add_argument("--base62", action="store_true", help="ID is given in base62")
+    encode = command(
+        "encode", codec.run_encode, codec.render_encode, "ID -> base62 text or permuted public ID"
+    )
+    encode.add_argument("id", metavar="ID", help="the ID, in decimal")
+    decode = command(
+        "decode", codec.run_decode, codec.render_decode, "base62 text or permuted public ID -> ID"
+    )
+    decode.add_argument("text", metavar="TEXT", help="base62 text, or the public ID in decimal")
+    for sub in (encode, decode):
+        sub.add_argument("--codec", choices=("base62", "permute"), default="base62")
+        sub.add_argument(
+            "--bits",
+            type=int,
+            choices=(53, 63),
+            help=f"permute: ID space width (53 keeps public IDs exact in JavaScript; default "
+            f"63). The key is read from {DEFAULT_ENV_VAR} only, never from arguments",
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    try:
+        args = build_parser().parse_args(argv)
+        document = args.run(args)
+        output = json.dumps(document) if args.json else args.render(document)
+    except IdFieldsError as error:
+        print(f"idfields: error: {' '.join(str(error).split())}", file=sys.stderr)
+        return 2
+    except SystemExit as done:  # --help and --version
+        return done.code if isinstance(done.code, int) else 0
+    try:
+        sys.stdout.write(output + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader stopped early (`idfields new --count 1000 | head`): not our error, and
+        # Python's flush at exit must not print a traceback either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return 0

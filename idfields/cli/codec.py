@@ -1,0 +1,49 @@
+"""``idfields encode`` and ``idfields decode``: the base62 text form and the keyed permutation.
+
+The permutation key is read only from ``IDFIELDS_PERMUTATION_KEY``: an argument would show up in
+``ps`` and in shell history. ``encode`` and ``decode`` of a pair print the same JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from idfields import codecs
+from idfields.cli.arguments import UsageError, id_value
+from idfields.codecs import DEFAULT_ENV_VAR, KeyedPermutation
+
+OUTPUT_KEY = {"base62": "base62", "permute": "public"}
+
+
+def run_encode(args: argparse.Namespace) -> dict[str, Any]:
+    value = id_value(args.id)
+    if args.codec == "base62":
+        _refuse_bits(args)
+        return {"codec": "base62", "id": value, "base62": codecs.encode(value)}
+    bits = args.bits or 63
+    public = KeyedPermutation.from_env(DEFAULT_ENV_VAR, bits=bits).encode(value)
+    return {"codec": "permute", "bits": bits, "id": value, "public": public}
+
+
+def run_decode(args: argparse.Namespace) -> dict[str, Any]:
+    if args.codec == "base62":
+        _refuse_bits(args)
+        return {"codec": "base62", "id": codecs.decode(args.text), "base62": args.text}
+    bits = args.bits or 63
+    public = id_value(args.text)
+    value = KeyedPermutation.from_env(DEFAULT_ENV_VAR, bits=bits).decode(public)
+    return {"codec": "permute", "bits": bits, "id": value, "public": public}
+
+
+def render_encode(document: dict[str, Any]) -> str:
+    return str(document[OUTPUT_KEY[document["codec"]]])
+
+
+def render_decode(document: dict[str, Any]) -> str:
+    return str(document["id"])
+
+
+def _refuse_bits(args: argparse.Namespace) -> None:
+    if args.bits is not None:
+        raise UsageError("--bits applies to --codec permute only; drop it or use --codec permute")
