@@ -11,3 +11,6 @@ class IdFieldsConfig(AppConfig):
     verbose_name = "idfields"
     # Our own tables never depend on our generator (it needs them to hand out nodes).
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from idfields.django_app import checks  # noqa: F401 - registers the system checks

@@ -1,0 +1,81 @@
+"""Admin helpers: the creation time an ID carries, shown next to it.
+
+A k-sorted ID starts with its timestamp, so the admin can show when a row was made without a
+``created_at`` column; sorting by the ID sorts by that time::
+
+    from idfields.django_app.admin import IdAdminMixin, created_from_id
+
+    @admin.register(Book)
+    class BookAdmin(IdAdminMixin, admin.ModelAdmin):
+        list_display = ("title", created_from_id())             # the pk's time
+        # created_from_id("public_id", description="published")  # another ID column
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.contrib import admin
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Field, Model
+from django.http import HttpRequest
+
+from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+
+__all__ = ["IdAdminMixin", "created_from_id", "creation_time"]
+
+
+def id_field(model: type[Model], name: str = "pk") -> KSortedFieldMixin:
+    """The ID field behind ``name`` (``"pk"``, a field, or a foreign key to an ID field)."""
+    field: Any = model._meta.pk if name == "pk" else model._meta.get_field(name)
+    found = id_field_of(field)  # FKs and MTI parent links carry their target's IDs
+    if found is None:
+        raise ImproperlyConfigured(
+            f"{model._meta.label}.{name} is a {type(field).__name__}, not an idfields ID field; "
+            "created_from_id() decodes only SnowflakeField, TraceIdField, DecimalIdField and "
+            "their AutoField variants (or foreign keys to them)"
+        )
+    return found
+
+
+def creation_time(obj: Model, name: str = "pk") -> datetime | None:
+    """When the ID in ``obj.<name>`` was made (UTC), or None: unset, or a layout without time."""
+    field = id_field(type(obj), name)
+    value = getattr(obj, "pk" if name == "pk" else _attname(type(obj), name))
+    if value is None:
+        return None
+    return field.layout.decode(int(value)).time
+
+
+def _attname(model: type[Model], name: str) -> str:
+    field = model._meta.get_field(name)
+    return field.attname if isinstance(field, Field) else name
+
+
+def created_from_id(
+    name: str = "pk", *, description: str = "created"
+) -> Callable[[Model], datetime | None]:
+    """A ``list_display`` column with the creation time decoded from ID column ``name``.
+
+    The column sorts by the ID itself, which is the same order as the creation time.
+    """
+
+    def created(obj: Model) -> datetime | None:
+        return creation_time(obj, name)
+
+    created.__name__ = f"created_from_{name}"
+    return admin.display(description=description, ordering=name)(created)
+
+
+class IdAdminMixin:
+    """Adds the pk's decoded creation time, read-only, to the change page of a ModelAdmin."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
+        fields = super().get_readonly_fields(request, obj)  # type: ignore[misc]
+        return fields if obj is None else (*fields, "id_created")
+
+    @admin.display(description="created (from the ID)")
+    def id_created(self, obj: Model) -> datetime | None:
+        return creation_time(obj)

@@ -1,0 +1,269 @@
+"""System checks of the IDFIELDS setting and of every installed model that stores our IDs.
+
+Settings:
+
+- ``idfields.E001`` an unknown IDFIELDS key (a typo silently changes nothing);
+- ``idfields.E002`` NODE_SOURCE is not one of lease / static / env / development;
+- ``idfields.E003`` NODE_SOURCE "static" without NODE;
+- ``idfields.E004`` NODE is out of range for a layout in use;
+- ``idfields.E005`` NODE_SOURCE "development" in production (two processes, one node);
+- ``idfields.E006`` NODE_SOURCE "lease" names a DATABASE alias that does not exist;
+- ``idfields.E007`` LAYOUT or a LAYOUTS entry cannot be resolved;
+- ``idfields.W001`` NODE_SOURCE "env" and this process has no node variable;
+- ``idfields.W002`` a layout in use runs out within 10 years;
+- ``idfields.W003`` JS_SAFE is set but a layout in use makes IDs above 2**53-1.
+
+Models (third-party apps included):
+
+- ``idfields.E020`` a GenericForeignKey's ``object_id`` narrower than bigint while some model has
+  an idfields primary key: the first such ID stored overflows ("integer out of range");
+- ``idfields.E021`` a foreign key to an ID column whose column type is not bigint.
+
+Field checks (``idfields.E030``, ``E031``) live on the fields themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.apps import AppConfig, apps
+from django.conf import settings as django_settings
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import BigIntegerField, ForeignObject, Model
+
+from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
+from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+from idfields.errors import IdFieldsError
+from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
+from idfields.nodes import StaticNode, development_mode
+
+HORIZON = timedelta(days=3653)  # "runs out within 10 years"
+# Integer columns that cannot hold a 63-bit ID.
+NARROW_INTEGERS = frozenset(
+    {
+        "AutoField",
+        "IntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "SmallAutoField",
+        "SmallIntegerField",
+    }
+)
+_SETTING = "the IDFIELDS setting"
+
+
+@register(Tags.compatibility)
+def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
+    """Validate IDFIELDS against the layouts the project uses."""
+    settings = get_settings()
+    messages: list[CheckMessage] = [*_unknown_keys(settings), *_node_source(settings)]
+    layouts, errors = _layouts_in_use(settings)
+    messages += errors
+    for layout in layouts:
+        messages += _layout_messages(settings, layout)
+    return messages
+
+
+@register(Tags.models, Tags.database)
+def check_models(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
+    """Columns that must hold our IDs but are narrower than bigint."""
+    models = _models(app_configs)
+    messages: list[CheckMessage] = list(_narrow_foreign_keys(models))
+    if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in _models(None)):
+        messages += _narrow_generic_keys(models)
+    return messages
+
+
+def _unknown_keys(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
+    for key in settings.unknown_keys:
+        yield Error(
+            f"IDFIELDS[{key!r}] is not an idfields setting, so it has no effect.",
+            hint="Fix the spelling or remove it; the keys are listed in idfields.django_app.conf.",
+            obj=_SETTING,
+            id="idfields.E001",
+        )
+
+
+def _node_source(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
+    source = settings.node_source
+    if source not in NODE_SOURCES:
+        yield Error(
+            f"IDFIELDS['NODE_SOURCE'] = {source!r} is unknown.",
+            hint=f"Use one of {', '.join(map(repr, NODE_SOURCES))} ('lease' needs no setup).",
+            obj=_SETTING,
+            id="idfields.E002",
+        )
+    elif source == "static" and settings.node is None:
+        yield Error(
+            "IDFIELDS['NODE_SOURCE'] is 'static' but IDFIELDS['NODE'] is not set, so no process "
+            "can make an ID.",
+            hint="Set NODE to this process's node id (unique per live process), or use 'lease'.",
+            obj=_SETTING,
+            id="idfields.E003",
+        )
+    elif source == "development" and not (django_settings.DEBUG or development_mode()):
+        yield Error(
+            "IDFIELDS['NODE_SOURCE'] is 'development' with DEBUG off: every process takes the "
+            "same node, so two processes make the same IDs.",
+            hint="Use 'lease' (or 'static'/'env' with a node per process) in production; "
+            "IDFIELDS_DEVELOPMENT=1 marks a single-process developer setup.",
+            obj=_SETTING,
+            id="idfields.E005",
+        )
+    elif source == "lease" and settings.database not in django_settings.DATABASES:
+        yield Error(
+            f"IDFIELDS['DATABASE'] = {settings.database!r} is not in DATABASES, so no node "
+            "lease can be taken.",
+            hint=f"Use one of {', '.join(map(repr, django_settings.DATABASES))}.",
+            obj=_SETTING,
+            id="idfields.E006",
+        )
+
+
+def layout_names_in_use(settings: IdFieldsSettings) -> dict[str, str]:
+    """Each layout name the settings and the model fields use -> the setting naming it, or ""."""
+    names: dict[str, str] = {settings.layout: "IDFIELDS['LAYOUT']"}
+    names.update({name: f"IDFIELDS['LAYOUTS'][{name!r}]" for name in settings.layouts})
+    for field in _id_fields(_models(None)):
+        if field.layout_name is not None:
+            names.setdefault(field.layout_name, "")
+    return names
+
+
+def _layouts_in_use(settings: IdFieldsSettings) -> tuple[list[Layout], list[CheckMessage]]:
+    """The layouts in use, resolved; a bad field layout is reported by the field (E030)."""
+    names = layout_names_in_use(settings)
+    layouts: dict[str, Layout] = {}
+    errors: list[CheckMessage] = []
+    for name, origin in names.items():
+        try:
+            layouts[name] = settings.resolve_layout(name)
+        except (KeyError, TypeError, ImportError, ValueError, IdFieldsError) as error:
+            if origin:
+                errors.append(
+                    Error(
+                        f"{origin} cannot be resolved: {error}",
+                        hint="Name a built-in layout, or map the name to a Layout (or its "
+                        "dotted path) in IDFIELDS['LAYOUTS'].",
+                        obj=_SETTING,
+                        id="idfields.E007",
+                    )
+                )
+    return list(dict.fromkeys(layouts.values())), errors
+
+
+def _layout_messages(settings: IdFieldsSettings, layout: Layout) -> Iterator[CheckMessage]:
+    # A static NODE fills single-node layouts; several node fields come from the environment.
+    static = settings.node_source == "static" and settings.node is not None
+    if static and len(layout.node_fields) == 1:
+        try:
+            StaticNode(settings.node).values_for(layout)
+        except IdFieldsError as error:
+            yield Error(
+                f"IDFIELDS['NODE'] = {settings.node!r} does not fit layout {layout.name!r}: "
+                f"{error}",
+                hint=f"Use a node in {_node_range(layout)}, or NODE_SOURCE 'lease'.",
+                obj=_SETTING,
+                id="idfields.E004",
+            )
+    if settings.node_source == "env":
+        yield from _missing_env(layout)
+    yield from _exhaustion(layout)
+    if settings.js_safe and layout.max_id > MAX_JS_SAFE_ID:
+        yield Warning(
+            f"IDFIELDS['JS_SAFE'] is set but layout {layout.name!r} makes IDs up to "
+            f"{layout.max_id:,}, beyond JavaScript's 2**53-1.",
+            hint="Use a JS-safe layout (e.g. 'snowflake_js') for columns sent to JavaScript as "
+            "numbers, or set IDS_AS_STRINGS and serialize IDs as strings.",
+            obj=_SETTING,
+            id="idfields.W003",
+        )
+
+
+def _node_range(layout: Layout) -> str:
+    return ", ".join(f"{p.name} {p.minimum}..{p.maximum}" for p in layout.node_fields)
+
+
+def _missing_env(layout: Layout) -> Iterator[CheckMessage]:
+    specs = [placed.spec for placed in layout.node_fields]
+    missing = [spec.env for spec in specs if isinstance(spec, Node) and spec.env not in os.environ]
+    if missing:
+        yield Warning(
+            f"IDFIELDS['NODE_SOURCE'] is 'env' but {', '.join(missing)} is not set here; layout "
+            f"{layout.name!r} cannot make IDs in this process.",
+            hint=f"Set {', '.join(missing)} per process ({_node_range(layout)}), or use 'lease'.",
+            obj=_SETTING,
+            id="idfields.W001",
+        )
+
+
+def _exhaustion(layout: Layout) -> Iterator[CheckMessage]:
+    # A layout that has already run out cannot be built (LayoutError), so only the horizon is left.
+    end = layout.runs_out
+    if end is not None and end - datetime.now(UTC) < HORIZON:
+        yield Warning(
+            f"layout {layout.name!r} runs out of timestamps on {end:%Y-%m-%d}, within 10 years.",
+            hint="Plan a layout with a later epoch or a wider timestamp before then.",
+            obj=_SETTING,
+            id="idfields.W002",
+        )
+
+
+def _models(app_configs: Sequence[AppConfig] | None) -> list[type[Model]]:
+    if app_configs is None:
+        return list(apps.get_models(include_auto_created=True))
+    return [m for config in app_configs for m in config.get_models(include_auto_created=True)]
+
+
+def _id_fields(models: Iterable[type[Model]]) -> Iterator[KSortedFieldMixin]:
+    for model in models:
+        for field in model._meta.local_fields:
+            if isinstance(field, KSortedFieldMixin):
+                yield field
+
+
+def _narrow_foreign_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage]:
+    connection = connections[DEFAULT_DB_ALIAS]
+    bigint = BigIntegerField().db_type(connection)
+    for model in models:
+        for field in model._meta.local_fields:
+            if not isinstance(field, ForeignObject) or id_field_of(field) is None:
+                continue
+            column = field.db_type(connection)
+            if column is not None and column != bigint:
+                yield Error(
+                    f"{model._meta.label}.{field.name} points at an idfields ID column but its "
+                    f"column is {column!r}, not {bigint!r}: 63-bit IDs do not fit.",
+                    hint="Make the foreign key a plain ForeignKey (it takes bigint from its "
+                    "target), or give its custom field a bigint db_type.",
+                    obj=field,
+                    id="idfields.E021",
+                )
+
+
+def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage]:
+    if not apps.is_installed("django.contrib.contenttypes"):
+        return
+    from django.contrib.contenttypes.fields import GenericForeignKey
+
+    for model in models:
+        for private in model._meta.private_fields:
+            if not isinstance(private, GenericForeignKey):
+                continue
+            object_id = model._meta.get_field(private.fk_field)
+            kind = object_id.get_internal_type()
+            if kind in NARROW_INTEGERS:
+                yield Error(
+                    f"{model._meta.label}.{private.fk_field} (object_id of GenericForeignKey "
+                    f"{private.name!r}) is a {kind}, but models of this project have 63-bit "
+                    "idfields primary keys: storing one fails with 'integer out of range'.",
+                    hint="Declare it PositiveBigIntegerField (or BigIntegerField) and migrate; "
+                    "for a third-party app, override its migration via MIGRATION_MODULES, or "
+                    "silence this check if the relation never points at such a model.",
+                    obj=object_id,
+                    id="idfields.E020",
+                )

@@ -1,0 +1,317 @@
+"""Model fields holding k-sorted IDs, assigned in Python before the INSERT (or by PostgreSQL).
+
+Two families, both plain ``bigint`` columns (foreign keys to them are ``bigint`` too):
+
+- ``*AutoField``: primary keys and ``DEFAULT_AUTO_FIELD`` drop-ins. They subclass
+  ``BigAutoField`` (Django accepts nothing else as DEFAULT_AUTO_FIELD) but create no identity or
+  sequence: ``get_pk_value_on_save`` hands Django the next ID, so ``save()``, ``create()``,
+  ``bulk_create()`` (on every backend, with or without RETURNING), ``get_or_create()``, parents of
+  multi-table inheritance and M2M through rows all know their pk before the INSERT, and no
+  RETURNING clause is needed. A primary key carries ``default=None`` so that Django's
+  ``_save_table`` treats it as "has a default" and skips the UPDATE it otherwise tries first:
+  saving a new object is exactly one query.
+- ``*IdField``: any other column (or an explicit ``primary_key=True``); a blank value is filled
+  in ``pre_save`` on insert, so forms may leave it empty.
+
+``layout=`` names a built-in layout or one of ``IDFIELDS["LAYOUTS"]``; ``KSortedAutoField`` and
+``KSortedIdField`` without it follow ``IDFIELDS["LAYOUT"]``. Names are resolved at first use,
+never frozen into migrations: changing the settings leaves ``makemigrations`` quiet.
+
+``generation="db"`` lets PostgreSQL fill the column (``DEFAULT idfields.next_snowflake()`` and
+kin, installed by the SQL migrations); the pk then comes back through RETURNING.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, ClassVar
+
+from django import forms
+from django.core import checks
+from django.db import connections, router
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import BigAutoField, BigIntegerField, ForeignObject, Func, Model
+
+from idfields.django_app.conf import get_settings
+from idfields.django_app.sources import generator_for
+from idfields.errors import IdFieldsError
+from idfields.generators import IdGenerator, make_generator
+from idfields.layouts import MAX_ID, Layout
+from idfields.nodes import DevelopmentNode
+
+APP = "app"
+DB = "db"
+GENERATIONS = (APP, DB)
+# The PL/pgSQL function filling each built-in layout's column (generation="db").
+SQL_FUNCTIONS = {
+    "snowflake": "idfields.next_snowflake",
+    "traceid": "idfields.next_traceid",
+    "decimal": "idfields.next_decimalid",
+}
+
+__all__ = [
+    "DecimalIdAutoField",
+    "DecimalIdField",
+    "IdFormField",
+    "KSortedAutoField",
+    "KSortedIdField",
+    "NextId",
+    "SnowflakeAutoField",
+    "SnowflakeField",
+    "TraceIdAutoField",
+    "TraceIdField",
+    "id_field_of",
+]
+
+
+# Django's migration log (django_migrations) takes its pk from DEFAULT_AUTO_FIELD, and the first
+# rows are written before the idfields tables, which node leases need, exist. Only ``migrate``
+# writes that table, one run at a time, so its IDs come from a fixed node of a time-based layout
+# (a later run starts at a later millisecond; a concurrent one would fail on the primary key).
+MIGRATION_LOG_MODULE = "django.db.migrations.recorder"
+
+
+@cache
+def _migration_log_generator() -> IdGenerator:
+    return make_generator("snowflake", DevelopmentNode())
+
+
+def _migration_log_ids() -> int:
+    return _migration_log_generator()()
+
+
+class NextId(Func):
+    """``idfields.next_<layout>()``: the column default of ``generation="db"`` fields."""
+
+    allowed_default = True
+    template = "%(function)s()"
+    arity = 0
+
+    def __init__(self, function: str) -> None:
+        super().__init__(function=function, output_field=BigIntegerField())
+
+
+class IdFormField(forms.IntegerField):
+    """An integer form field for IDs, rendered as text.
+
+    ``<input type="number">`` is handled as a float by browsers (spinners and validation round
+    values above 2**53), so IDs travel as digit strings and are parsed with ``int()``.
+    """
+
+    widget = forms.TextInput
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("min_value", 0)
+        kwargs.setdefault("max_value", MAX_ID)
+        super().__init__(**kwargs)
+
+    def widget_attrs(self, widget: forms.Widget) -> dict[str, Any]:
+        # Not IntegerField's min/max/step attributes: they are only meaningful on number inputs.
+        return {"inputmode": "numeric", "pattern": "[0-9]*"}
+
+
+class KSortedFieldMixin:
+    """What every ID field shares: the layout reference, the generation mode, the next ID."""
+
+    default_layout: ClassVar[str | None] = None  # None: IDFIELDS["LAYOUT"], read at first use
+    attname: str
+    primary_key: bool
+    model: type[Model]
+
+    keeps_migration_log = False
+
+    def __init__(
+        self, *args: Any, layout: str | None = None, generation: str = APP, **kwargs: Any
+    ) -> None:
+        if layout is not None and not isinstance(layout, str):
+            raise TypeError(
+                f"layout= takes the name of a layout, not {layout!r}; register a Layout object "
+                'under a name in IDFIELDS["LAYOUTS"] and pass that name'
+            )
+        if generation not in GENERATIONS:
+            raise ValueError(f"generation={generation!r} is unknown; use 'app' or 'db'")
+        for option in ("default", "db_default"):
+            if option in kwargs:
+                raise TypeError(
+                    f"{type(self).__name__} fills itself; drop {option}= (use generation='db' "
+                    "for a database-side default)"
+                )
+        self.layout_name = layout if layout is not None else self.default_layout
+        self.generation = generation
+        if generation == DB:
+            kwargs["db_default"] = NextId(self._sql_function())
+        elif kwargs.get("primary_key"):
+            kwargs["default"] = None  # "has a default": Django skips its UPDATE-first probe
+        super().__init__(*args, **kwargs)
+
+    def _sql_function(self) -> str:
+        function = SQL_FUNCTIONS.get(self.layout_name or "")
+        if function is None:
+            raise ValueError(
+                f"generation='db' needs a layout with a SQL function ({', '.join(SQL_FUNCTIONS)})"
+                f", got layout={self.layout_name!r}; pass one of them, or use generation='app'"
+            )
+        return function
+
+    @property
+    def layout(self) -> Layout:
+        """The resolved layout (settings are read now, not when the model was defined)."""
+        settings = get_settings()
+        return settings.resolve_layout(self.layout_name or settings.layout)
+
+    def contribute_to_class(self, cls: type[Model], name: str, private_only: bool = False) -> None:
+        super().contribute_to_class(cls, name, private_only=private_only)  # type: ignore[misc]
+        self.keeps_migration_log = cls.__module__ == MIGRATION_LOG_MODULE
+
+    def next_id(self) -> int:
+        """The next ID of this field's layout, from the process's generator."""
+        if self.keeps_migration_log:
+            return _migration_log_ids()
+        return generator_for(self.layout_name or get_settings().layout)()
+
+    # The per-row hot path of save() and bulk_create(): keep it to a lookup and a generator call.
+
+    def get_pk_value_on_save(self, instance: Model) -> int | None:
+        # Called by save() and bulk_create() for a pk that is not set yet.
+        return self.next_id() if self.generation == APP else None
+
+    def pre_save(self, model_instance: Model, add: bool) -> Any:
+        value = getattr(model_instance, self.attname)
+        if value is None and add and self.generation == APP:
+            value = self.next_id()
+            setattr(model_instance, self.attname, value)
+        return value
+
+    def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
+        # An int is already what every backend binds; IntegerField's checks (and, for the auto
+        # fields, validate_autopk_value: 0 means "number it" only to AUTO_INCREMENT) do not apply.
+        if type(value) is int:
+            return value
+        return super().get_db_prep_save(value, connection)  # type: ignore[misc]
+
+    @property
+    def db_returning(self) -> bool:
+        """Only a database-filled column is read back; app-side IDs need no RETURNING."""
+        return self.generation == DB
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, path, args, kwargs = super().deconstruct()  # type: ignore[misc]
+        kwargs.pop("default", None)
+        kwargs.pop("db_default", None)
+        if self.layout_name != self.default_layout:
+            kwargs["layout"] = self.layout_name
+        if self.generation != APP:
+            kwargs["generation"] = self.generation
+        return name, path, args, kwargs
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [
+            *super().check(**kwargs),  # type: ignore[misc]
+            *self._check_layout(),
+            *self._check_generation(kwargs.get("databases") or []),
+        ]
+
+    def _check_layout(self) -> list[checks.CheckMessage]:
+        try:
+            self.layout  # noqa: B018 - resolving is the check
+        except (KeyError, TypeError, ImportError, ValueError, IdFieldsError) as error:
+            return [
+                checks.Error(
+                    f"layout {self.layout_name!r} cannot be resolved: {error}",
+                    hint='Pass a built-in layout name or one defined in IDFIELDS["LAYOUTS"].',
+                    obj=self,
+                    id="idfields.E030",
+                )
+            ]
+        return []
+
+    def _check_generation(self, databases: list[str]) -> list[checks.CheckMessage]:
+        if self.generation != DB:
+            return []
+        return [
+            checks.Error(
+                f"generation='db' needs PostgreSQL (idfields.next_* functions), but database "
+                f"{alias!r} is {connections[alias].vendor}",
+                hint="Use generation='app' (the default) on this database, or route the model "
+                "to PostgreSQL.",
+                obj=self,
+                id="idfields.E031",
+            )
+            for alias in databases
+            if connections[alias].vendor != "postgresql"
+            and router.allow_migrate_model(alias, self.model)
+        ]
+
+
+def id_field_of(field: object) -> KSortedFieldMixin | None:
+    """The ID field whose values ``field`` holds: itself, or the end of a FK / MTI-link chain."""
+    while isinstance(field, ForeignObject):
+        field = field.target_field
+    return field if isinstance(field, KSortedFieldMixin) else None
+
+
+class KSortedIdField(KSortedFieldMixin, BigIntegerField):  # type: ignore[type-arg]
+    """A bigint column of k-sorted IDs, filled on insert when blank (``layout=`` or settings)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("blank", True)
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
+        name, path, args, kwargs = super().deconstruct()
+        if kwargs.pop("blank", False) is not True:
+            kwargs["blank"] = False  # our default is True, Django's is False
+        return name, path, args, kwargs
+
+    def formfield(self, **kwargs: Any) -> Any:
+        return super().formfield(**{"form_class": IdFormField, **kwargs})
+
+
+class KSortedAutoField(KSortedFieldMixin, BigAutoField):  # type: ignore[type-arg,misc,override]
+    """A k-sorted primary key; ``DEFAULT_AUTO_FIELD = "idfields.django_app.fields.X"``."""
+
+    def get_internal_type(self) -> str:
+        return "BigIntegerField"  # a plain bigint: no identity, no sequence, no AUTO_INCREMENT
+
+    def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:
+        return BigIntegerField().db_type(connection=connection)
+
+    def get_default(self) -> Any:
+        # generation="db": leave the pk unset so the INSERT omits it and RETURNING fills it.
+        return None if self.generation == DB else super().get_default()
+
+
+class SnowflakeField(KSortedIdField):
+    """Snowflake IDs: 41-bit ms | 10-bit node | 12-bit sequence."""
+
+    default_layout = "snowflake"
+
+
+class TraceIdField(KSortedIdField):
+    """TraceId IDs: 25-bit wrapping seconds | 16-bit node | 22-bit counter."""
+
+    default_layout = "traceid"
+
+
+class DecimalIdField(KSortedIdField):
+    """DecimalId IDs: counter * 10**10 + generator_id * 10**5 + launch_id (readable in decimal)."""
+
+    default_layout = "decimal"
+
+
+class SnowflakeAutoField(KSortedAutoField):
+    """Snowflake primary keys."""
+
+    default_layout = "snowflake"
+
+
+class TraceIdAutoField(KSortedAutoField):
+    """TraceId primary keys."""
+
+    default_layout = "traceid"
+
+
+class DecimalIdAutoField(KSortedAutoField):
+    """DecimalId primary keys."""
+
+    default_layout = "decimal"

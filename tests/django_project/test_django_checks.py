@@ -1,0 +1,155 @@
+"""Each system check fires for its misconfiguration, and the test project passes them all."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
+from django.core import checks
+from django.db import models
+from django.test import override_settings
+from django.test.utils import isolate_apps
+
+from idfields.django_app.checks import check_models, check_settings
+from idfields.django_app.fields import KSortedIdField, SnowflakeAutoField
+from idfields.layouts import Layout, Node, Sequence, Timestamp
+
+# A user layout whose 30-bit seconds end about 5 years from now.
+SOON = Layout(
+    "soon",
+    [
+        Timestamp(
+            30, unit="s", epoch=datetime.now(UTC) - timedelta(seconds=2**30 - 5 * 365 * 86400)
+        ),
+        Node(10),
+        Sequence(20),
+    ],
+)
+
+
+def setting_ids(**idfields: Any) -> set[str]:
+    with override_settings(IDFIELDS=idfields):
+        return {message.id for message in check_settings(None)}
+
+
+def test_the_test_project_passes_every_check() -> None:
+    found = [
+        m
+        for m in checks.run_checks(include_deployment_checks=False)
+        if m.id.startswith("idfields.")
+    ]
+    assert found == []
+    assert check_settings in checks.registry.registry.registered_checks  # registered by the app
+    assert check_models in checks.registry.registry.registered_checks
+
+
+@pytest.mark.parametrize(
+    ("idfields", "expected"),
+    [
+        ({"NODE_SORCE": "static"}, "idfields.E001"),
+        ({"NODE_SOURCE": "zookeeper"}, "idfields.E002"),
+        ({"NODE_SOURCE": "static"}, "idfields.E003"),
+        ({"NODE": 1024}, "idfields.E004"),  # snowflake nodes are 0..1023
+        ({"NODE": -1}, "idfields.E004"),
+        ({"NODE_SOURCE": "development"}, "idfields.E005"),
+        ({"NODE_SOURCE": "lease", "DATABASE": "replica"}, "idfields.E006"),
+        ({"LAYOUT": "snowflak"}, "idfields.E007"),
+        ({"LAYOUTS": {"bad": "idfields.layouts.no_such_layout"}}, "idfields.E007"),
+        ({"LAYOUTS": {"bad": 42}}, "idfields.E007"),
+        ({"NODE_SOURCE": "env"}, "idfields.W001"),
+        ({"NODE": 1, "LAYOUTS": {"soon": SOON}}, "idfields.W002"),
+        ({"NODE": 1, "JS_SAFE": True}, "idfields.W003"),
+    ],
+)
+def test_each_settings_check_fires(
+    idfields: dict[str, Any], expected: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("IDFIELDS_DEVELOPMENT", raising=False)
+    monkeypatch.delenv("IDFIELDS_NODE_ID", raising=False)
+    assert expected in setting_ids(**idfields)
+
+
+def test_messages_say_what_to_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    with override_settings(IDFIELDS={"NODE": 5000}):
+        messages = {m.msg.split("layout ")[1].split(":")[0]: m for m in check_settings(None)}
+    snowflake = messages["'snowflake'"]  # one message per layout the node does not fit
+    assert snowflake.id == "idfields.E004" and "node 0..1023" in snowflake.hint
+    monkeypatch.setenv("IDFIELDS_NODE_ID", "4")
+    with override_settings(IDFIELDS={"NODE_SOURCE": "env"}):
+        [missing] = check_settings(None)  # the models' DecimalId columns need two more
+    assert "IDFIELDS_GENERATOR_ID, IDFIELDS_LAUNCH_ID" in missing.msg
+    monkeypatch.setenv("IDFIELDS_GENERATOR_ID", "1")
+    monkeypatch.setenv("IDFIELDS_LAUNCH_ID", "1")
+    assert setting_ids(NODE_SOURCE="env") == set()
+    monkeypatch.setenv("IDFIELDS_DEVELOPMENT", "1")
+    assert setting_ids(NODE_SOURCE="development") == set()
+
+
+def test_a_static_node_must_fit_every_layout_in_use() -> None:
+    """The settings' layout and the models' (snowflake_js has nodes 0..63 only)."""
+    with override_settings(IDFIELDS={"NODE": 100, "LAYOUT": "traceid"}):
+        unfit = {m.msg.split("layout ")[1].split(":")[0] for m in check_settings(None)}
+    assert unfit == {"'snowflake_js'"}
+    assert setting_ids(NODE=40, LAYOUT="traceid") == set()
+
+
+class NarrowForeignKey(models.ForeignKey):  # type: ignore[type-arg]
+    def db_type(self, connection: Any) -> str:
+        return "integer"
+
+
+def model_ids(apps: Any) -> list[tuple[str, str]]:
+    messages = check_models([apps.get_app_config("testapp")])
+    return sorted((m.id, str(m.obj)) for m in messages)
+
+
+@isolate_apps("tests.django_project.testapp", kwarg_name="apps")
+def test_narrow_generic_object_ids_and_foreign_keys_are_errors(apps: Any = None) -> None:
+    class Target(models.Model):
+        id = SnowflakeAutoField(primary_key=True)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Tagged(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.PositiveIntegerField()
+        target = GenericForeignKey("content_type", "object_id")
+        wide_type = models.ForeignKey(ContentType, on_delete=models.CASCADE, related_name="+")
+        wide_id = models.PositiveBigIntegerField()
+        wide = GenericForeignKey("wide_type", "wide_id")
+        text_id = models.TextField()  # what admin.LogEntry does: any key fits in text
+        as_text = GenericForeignKey("content_type", "text_id")
+        owner = NarrowForeignKey(Target, on_delete=models.CASCADE)
+        fine = models.ForeignKey(Target, on_delete=models.CASCADE, related_name="+")
+
+        class Meta:
+            app_label = "testapp"
+
+    found = model_ids(apps)
+    assert found == [
+        ("idfields.E020", "testapp.Tagged.object_id"),
+        ("idfields.E021", "testapp.Tagged.owner"),
+    ]
+    [message] = [
+        m for m in check_models([apps.get_app_config("testapp")]) if m.id == "idfields.E020"
+    ]
+    assert "PositiveBigIntegerField" in message.hint and "integer out of range" in message.msg
+
+
+@isolate_apps("tests.django_project.testapp")
+def test_field_checks_name_the_layout_and_the_database() -> None:
+    class Bad(models.Model):
+        id = SnowflakeAutoField(primary_key=True, generation="db")
+        code = KSortedIdField(layout="nope")
+
+        class Meta:
+            app_label = "testapp"
+
+    messages = Bad.check(databases=["sqlite"])
+    found = sorted((m.id, m.obj.name) for m in messages if m.id.startswith("idfields."))
+    assert found == [("idfields.E030", "code"), ("idfields.E031", "id")]
+    assert "'sqlite' is sqlite" in next(m.msg for m in messages if m.id == "idfields.E031")

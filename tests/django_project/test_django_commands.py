@@ -1,0 +1,51 @@
+"""``idfields_inspect`` takes an ID apart; ``idfields_report`` lists each layout in use."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from idfields.layouts import get_layout
+from tests.django_project.testapp.models import Author
+
+
+def run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+def test_inspect_decodes_an_id_from_the_database() -> None:
+    author = Author.objects.create(name="a")
+    decoded = get_layout("snowflake").decode(author.pk)
+    data = json.loads(run("idfields_inspect", str(author.pk), "--json"))
+    assert data["id"] == str(author.pk) and data["layout"] == "snowflake"
+    assert data["fields"] == decoded.values and data["time"] == decoded.time.isoformat()  # type: ignore[union-attr]
+    text = run("idfields_inspect", str(author.pk))
+    assert f"node     {decoded.values['node']}" in text and "time     " in text
+
+
+def test_inspect_takes_a_layout_and_rejects_bad_input() -> None:
+    value = get_layout("decimal").compose(counter=12, generator_id=3, launch_id=7)
+    data = json.loads(run("idfields_inspect", str(value), "--layout", "decimal", "--json"))
+    assert data["fields"] == {"counter": 12, "generator_id": 3, "launch_id": 7}
+    with pytest.raises(CommandError, match="not an integer"):
+        run("idfields_inspect", "12ab")
+    with pytest.raises(CommandError, match="unknown idfields layout"):
+        run("idfields_inspect", "12", "--layout", "nope")
+
+
+@pytest.mark.django_db
+def test_report_lists_every_layout_in_use_with_its_room() -> None:
+    Author.objects.create(name="a")  # this process now holds a snowflake lease
+    text = run("idfields_report")
+    sections = {line.split(":")[0] for line in text.splitlines() if not line.startswith(" ")}
+    assert sections == {"snowflake", "traceid", "decimal", "snowflake_js"}
+    snowflake = text.split("snowflake:")[1].split("\n\n")[0]
+    assert "nodes: 1,024" in snowflake and "nodes free: 1,023" in snowflake
+    assert "runs out: 2093-" in snowflake and "not JS-safe" in snowflake
+    assert "launch " in text.split("decimal:")[1]  # launch ids left, from the launch log

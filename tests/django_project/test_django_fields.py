@@ -1,0 +1,280 @@
+"""The ID fields on PostgreSQL, SQLite and MariaDB: every insert path knows its pk before the
+INSERT, a new object's save() is one query, and the stored value is the Python-side one."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.db import connections, models
+from django.db.migrations.state import ProjectState
+from django.test import override_settings
+from django.test.utils import CaptureQueriesContext, isolate_apps
+
+from idfields.django_app.fields import (
+    DecimalIdField,
+    IdFormField,
+    KSortedAutoField,
+    KSortedIdField,
+    SnowflakeAutoField,
+    SnowflakeField,
+)
+from idfields.layouts import MAX_ID, MAX_JS_SAFE_ID, get_layout
+from tests.django_project.conftest import ALIASES
+from tests.django_project.testapp.models import (
+    Author,
+    Book,
+    Comment,
+    Event,
+    Ledger,
+    Place,
+    Restaurant,
+    Row,
+    Tag,
+)
+
+pytestmark = pytest.mark.django_db(databases=ALIASES)
+
+
+def stored(alias: str, model: type[models.Model], pk: int) -> list[int]:
+    """The pk column as the database holds it, read with raw SQL (no ORM conversion)."""
+    connection = connections[alias]
+    table, column = model._meta.db_table, model._meta.pk.column
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {quote(column)} FROM {quote(table)} WHERE {quote(column)} = %s",  # noqa: S608
+            [pk],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def recent(layout: str, value: int) -> bool:
+    """``value`` decodes in ``layout`` to a valid ID made in the last minute."""
+    decoded = get_layout(layout).decode(value)
+    now = datetime.now(UTC)
+    return (
+        decoded.in_layout
+        and decoded.time is not None
+        and abs(now - decoded.time) < timedelta(minutes=1)
+    )
+
+
+def test_every_insert_path_assigns_the_pk_before_the_insert(alias: str) -> None:
+    author = Author(name="save")
+    assert author.pk is None  # nothing is drawn for objects that are never saved
+    author.save(using=alias)
+    created = Author.objects.using(alias).create(name="create")
+    got, made = Author.objects.using(alias).get_or_create(name="get_or_create")
+    updated, _ = Author.objects.using(alias).update_or_create(name="uoc", defaults={"name": "uoc"})
+    bulk = Author.objects.using(alias).bulk_create([Author(name=f"bulk{i}") for i in range(5)])
+    assert made
+    for obj in [author, created, got, updated, *bulk]:
+        assert recent("snowflake", obj.pk)
+        assert stored(alias, Author, obj.pk) == [obj.pk]
+        assert not obj._state.adding
+
+    tag = Tag.objects.using(alias).create(label="t")
+    book = Book.objects.using(alias).create(author=author, title="b")
+    book.tags.add(tag)
+    through = Book.tags.through.objects.using(alias).get()
+    assert recent("traceid", tag.pk)
+    assert recent("snowflake", through.pk) and stored(alias, Book.tags.through, through.pk)
+    assert recent("snowflake", book.public_id)  # a non-pk ID column, filled on insert
+    assert Book.objects.using(alias).get(public_id=book.public_id) == book
+
+    restaurant = Restaurant.objects.using(alias).create(name="r", serves_pizza=True)
+    assert recent("snowflake", restaurant.pk)
+    assert stored(alias, Place, restaurant.pk) == stored(alias, Restaurant, restaurant.pk)
+
+    ledger = Ledger.objects.using(alias).create(amount=1)
+    assert get_layout("decimal").decode(ledger.pk).in_layout
+    assert stored(alias, Ledger, ledger.pk) == [ledger.pk]
+
+
+def test_saving_a_new_object_is_one_insert(alias: str) -> None:
+    connection = connections[alias]
+    author = Author.objects.using(alias).create(name="a")
+    for make in (
+        lambda: Author(name="x").save(using=alias),
+        lambda: Author.objects.using(alias).create(name="y"),
+        lambda: Book(author=author, title="t").save(using=alias),
+        lambda: Ledger(amount=2).save(using=alias),
+    ):
+        with CaptureQueriesContext(connection) as queries:
+            make()
+        assert [q["sql"].split()[0] for q in queries] == ["INSERT"], queries.captured_queries
+    with CaptureQueriesContext(connection) as queries:
+        Restaurant(name="mti").save(using=alias)
+    assert [q["sql"].split()[0] for q in queries] == ["INSERT", "INSERT"]
+
+
+def test_bulk_create_of_10000_rows_sets_every_pk(alias: str) -> None:
+    rows = Row.objects.using(alias).bulk_create([Row(value=i) for i in range(10_000)])
+    pks = [row.pk for row in rows]
+    assert pks == sorted(set(pks)) and len(pks) == 10_000  # distinct and in creation order
+    in_db = dict(Row.objects.using(alias).values_list("value", "pk"))
+    assert in_db == {row.value: row.pk for row in rows}
+
+
+def test_foreign_keys_and_generic_keys_hold_63_bit_ids(alias: str) -> None:
+    big = MAX_ID - 12345  # wider than any 32-bit column and than a float's 53 bits
+    author = Author.objects.using(alias).create(pk=big, name="big")
+    book = Book.objects.using(alias).create(author=author, title="t", public_id=big - 1)
+    comment = Comment.objects.using(alias).create(target=author, text="c")
+    fresh = Book.objects.using(alias).select_related("author").get(pk=book.pk)
+    assert (fresh.author_id, fresh.author.pk, fresh.public_id) == (big, big, big - 1)
+    assert Comment.objects.using(alias).get(pk=comment.pk).object_id == big
+    connection = connections[alias]
+    bigint = models.BigIntegerField().db_type(connection)
+    fks = [Book._meta.get_field("author"), *Book.tags.through._meta.local_fields[1:]]
+    assert {field.db_type(connection) for field in fks} == {bigint}
+    assert Author._meta.pk.db_type(connection) == bigint  # no identity / serial / AUTO_INCREMENT
+
+
+def test_ksorted_fields_follow_the_layout_setting_at_first_use(alias: str) -> None:
+    event = Event.objects.using(alias).create()
+    assert recent("snowflake", event.pk)
+    assert 0 < event.js_id <= MAX_JS_SAFE_ID and recent("snowflake_js", event.js_id)
+    with override_settings(IDFIELDS={"NODE_SOURCE": "static", "NODE": 3, "LAYOUT": "traceid"}):
+        event = Event.objects.using(alias).create()
+        assert recent("traceid", event.pk)
+        assert get_layout("traceid").decode(event.pk).values["node_no"] == 3
+
+
+def test_a_form_round_trips_ids_beyond_2_53() -> None:
+    from django.forms import modelform_factory
+
+    big = MAX_ID - 1  # 2**63 - 2 as a float is 2**63: any float step would change it
+    author = Author.objects.create(name="a")
+    book = Book.objects.create(author=author, title="t", public_id=big)
+    form_class = modelform_factory(Book, fields=["title", "public_id", "author"])
+    html = form_class(instance=book).as_p()
+    assert f'value="{big}"' in html and 'type="number"' not in html
+    form = form_class(
+        {"title": "t2", "public_id": str(big), "author": str(author.pk)}, instance=book
+    )
+    assert form.is_valid(), form.errors
+    form.save()
+    book.refresh_from_db()
+    assert (book.public_id, book.author_id, book.title) == (big, author.pk, "t2")
+    blank = form_class({"title": "new", "public_id": "", "author": str(author.pk)})
+    assert blank.is_valid(), blank.errors
+    assert recent("snowflake", blank.save().public_id)  # left blank: made on insert
+
+
+def test_deconstruct_emits_only_what_differs_from_the_defaults() -> None:
+    path = "idfields.django_app.fields."
+    cases: list[tuple[Any, str, dict[str, Any]]] = [
+        (SnowflakeAutoField(primary_key=True), "SnowflakeAutoField", {"primary_key": True}),
+        (
+            KSortedAutoField(primary_key=True, layout="x"),
+            "KSortedAutoField",
+            {"primary_key": True, "layout": "x"},
+        ),
+        (SnowflakeField(), "SnowflakeField", {}),
+        (
+            SnowflakeField(blank=False, unique=True),
+            "SnowflakeField",
+            {"blank": False, "unique": True},
+        ),
+        (DecimalIdField(layout="decimal"), "DecimalIdField", {}),
+        (
+            KSortedIdField(layout="snowflake_js", null=True),
+            "KSortedIdField",
+            {"layout": "snowflake_js", "null": True},
+        ),
+        (
+            SnowflakeAutoField(primary_key=True, generation="db"),
+            "SnowflakeAutoField",
+            {"primary_key": True, "generation": "db"},
+        ),
+    ]
+    for field, name, kwargs in cases:
+        _, got_path, args, got = field.deconstruct()
+        assert (got_path, args, got) == (path + name, [], kwargs)
+        rebuilt = type(field)(*args, **got)
+        assert rebuilt.deconstruct()[1:] == field.deconstruct()[1:]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"default": 5}, "drop default="),
+        ({"db_default": 5}, "drop db_default="),
+        ({"generation": "sometimes"}, "use 'app' or 'db'"),
+        ({"generation": "db", "layout": "snowflake_js"}, "needs a layout with a SQL function"),
+        ({"layout": get_layout("snowflake")}, "takes the name of a layout"),
+    ],
+)
+def test_bad_field_arguments_name_the_fix(kwargs: dict[str, Any], error: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=error):
+        KSortedIdField(**kwargs)
+
+
+def test_makemigrations_stays_quiet_after_settings_changes() -> None:
+    call_command("makemigrations", check=True, dry_run=True, verbosity=0)
+    user_layouts = {"mine": "idfields.layouts.builtin.SNOWFLAKE_JS"}
+    with override_settings(IDFIELDS={"LAYOUT": "traceid", "NODE": 9, "LAYOUTS": user_layouts}):
+        call_command("makemigrations", check=True, dry_run=True, verbosity=0)
+
+
+def test_form_field_is_a_text_input_parsed_without_floats() -> None:
+    field = IdFormField()
+    assert field.clean(f"{MAX_ID}") == MAX_ID
+    assert field.widget.attrs["inputmode"] == "numeric"
+    with pytest.raises(Exception, match="less than or equal"):
+        field.clean(str(MAX_ID + 1))
+
+
+@pytest.mark.django_db(databases=["default"])
+def test_generation_db_lets_postgres_fill_the_pk() -> None:
+    connection = connections["default"]
+    if connection.vendor != "postgresql":
+        pytest.skip("generation='db' is PostgreSQL only")
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regprocedure('idfields.next_snowflake()') IS NOT NULL")
+        installed = cursor.fetchone()[0]
+    if not installed:  # not in the migrations yet: install it in this test's transaction
+        functions = pytest.importorskip("idfields.migrations.django", reason="no SQL functions")
+        with connection.schema_editor() as editor:
+            operation = functions.InstallIdFunctions("0001")
+            operation.database_forwards("testapp", editor, ProjectState(), ProjectState())
+
+    with isolate_apps("tests.django_project.testapp"):
+
+        class DbSide(models.Model):
+            id = SnowflakeAutoField(primary_key=True, generation="db")
+            name = models.CharField(max_length=10)
+
+            class Meta:
+                app_label = "testapp"
+
+        with connection.schema_editor() as editor:
+            editor.create_model(DbSide)
+        obj = DbSide(name="one")
+        assert obj.pk is None
+        with CaptureQueriesContext(connection) as queries:
+            obj.save()
+        assert len(queries) == 1 and "RETURNING" in queries[0]["sql"]
+        bulk = DbSide.objects.bulk_create([DbSide(name=str(i)) for i in range(3)])
+        assert all(recent("snowflake", row.pk) for row in [obj, *bulk])
+        assert sorted(DbSide.objects.values_list("pk", flat=True)) == sorted(
+            row.pk for row in [obj, *bulk]
+        )
+
+
+def test_the_migration_log_takes_ids_before_the_lease_table_exists(alias: str) -> None:
+    """django_migrations gets its pk from DEFAULT_AUTO_FIELD, and its first rows are written
+    before idfields' own migration creates the lease table: a fixed node serves that table."""
+    from django.db.migrations.recorder import MigrationRecorder
+
+    rows = MigrationRecorder(connections[alias]).migration_qs.order_by("pk")
+    pks = list(rows.values_list("pk", flat=True))
+    assert isinstance(MigrationRecorder.Migration._meta.pk, SnowflakeAutoField)
+    assert len(pks) > 10 and pks == sorted(set(pks))
+    first = [app for (app,) in rows.values_list("app")[:3]]
+    assert "idfields" not in first  # written before the idfields tables existed
+    assert {get_layout("snowflake").decode(pk).values["node"] for pk in pks} == {0}

@@ -1,0 +1,14 @@
+from django.contrib import admin
+
+from idfields.django_app.admin import IdAdminMixin, created_from_id
+from tests.django_project.testapp.models import Author, Book
+
+
+@admin.register(Book)
+class BookAdmin(IdAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("title", "public_id", created_from_id("public_id"))
+
+
+@admin.register(Author)
+class AuthorAdmin(IdAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("name",)
