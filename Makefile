@@ -1,7 +1,7 @@
 # Every target builds .venv on first use and re-installs only when pyproject.toml changes.
 VENV ?= .venv
 PYTHON := $(VENV)/bin/python
-DEMO_ARGS ?= new --node 1 --count 5
+DEMO_ARGS ?= compare --out compare-out
 
 .PHONY: test demo bench
 

@@ -18,6 +18,7 @@ from idfields import __version__
 from idfields.cli import codec, ids, layouts
 from idfields.cli.arguments import MAX_COUNT, UsageError
 from idfields.codecs import DEFAULT_ENV_VAR
+from idfields.compare.cli import add_compare_command
 from idfields.errors import IdFieldsError
 from idfields.layouts import BUILTIN_LAYOUTS
 
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("id", metavar="ID", help="the ID, in decimal (or base62 with --base62)")
     layout_option(inspect)
     inspect.add_argument("--base62", action="store_true", help="ID is given in base62")
+    add_compare_command(commands, parents=[common])
     encode = command(
         "encode", codec.run_encode, codec.render_encode, "ID -> base62 text or permuted public ID"
     )

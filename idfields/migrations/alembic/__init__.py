@@ -19,10 +19,13 @@ from typing import TYPE_CHECKING, cast
 from alembic import op as _alembic_op
 
 # Each module below registers its operations with Alembic when imported.
+from idfields.migrations.alembic import convert as convert
 from idfields.migrations.alembic import functions as functions
 from idfields.migrations.alembic import tables as tables
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from alembic.operations import Operations
 
     class IdFieldsOperations(Operations):
@@ -34,8 +37,15 @@ if TYPE_CHECKING:
 
         # functions.py
         def install_id_functions(self, version: str, from_version: str | None = None) -> None: ...
+        def drop_id_functions(self, version: str) -> None: ...
+
+        # convert.py
+        def convert_to_ksorted_id(self, table: str, column: str = "id", **options: Any) -> None: ...
+        def restore_auto_increment(
+            self, table: str, column: str = "id", **options: Any
+        ) -> None: ...
 
 
 op = cast("IdFieldsOperations", _alembic_op)
 
-__all__ = ["functions", "op", "tables"]
+__all__ = ["convert", "functions", "op", "tables"]

@@ -1,7 +1,10 @@
-"""``op.install_id_functions(version=..., from_version=None)``: the database-side ID functions.
+"""``op.install_id_functions(version, from_version=None)`` and ``op.drop_id_functions(version)``:
+the database-side ID functions in an Alembic migration.
 
-The SQL is the immutable versioned file named by the migration, emitted through
-``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only.
+The SQL is the immutable versioned file the migration names, emitted through
+``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only: on other
+dialects both operations do nothing. A downgrade reverses an install with
+``op.drop_id_functions(version)``, an upgrade with ``op.install_id_functions(from_version)``.
 """
 
 from __future__ import annotations
@@ -12,19 +15,21 @@ from sqlalchemy import text
 from idfields import sql
 
 
+def _released(version: str) -> str:
+    if version not in sql.available():
+        raise ValueError(
+            f"idfields has no SQL version {version!r}; released: {', '.join(sql.available())}"
+        )
+    return version
+
+
 @Operations.register_operation("install_id_functions")
 class InstallIdFunctionsOp(MigrateOperation):
     """Install SQL ``version``; with ``from_version`` the reverse restores that version."""
 
-    def __init__(self, version: str, from_version: str | None = None, drop: bool = False) -> None:
-        for name in (version, from_version):
-            if name is not None and name not in sql.available():
-                raise ValueError(
-                    f"idfields has no SQL version {name!r}; released: {', '.join(sql.available())}"
-                )
-        self.version = version
-        self.from_version = from_version
-        self.drop = drop
+    def __init__(self, version: str, from_version: str | None = None) -> None:
+        self.version = _released(version)
+        self.from_version = None if from_version is None else _released(from_version)
 
     @classmethod
     def install_id_functions(
@@ -33,16 +38,40 @@ class InstallIdFunctionsOp(MigrateOperation):
         """Install (or upgrade to) the idfields SQL functions of ``version``."""
         operations.invoke(cls(version, from_version))
 
-    def reverse(self) -> InstallIdFunctionsOp:
+    def reverse(self) -> MigrateOperation:
         if self.from_version is not None:
             return InstallIdFunctionsOp(self.from_version)
-        return InstallIdFunctionsOp(self.version, drop=True)
+        return DropIdFunctionsOp(self.version)
+
+
+@Operations.register_operation("drop_id_functions")
+class DropIdFunctionsOp(MigrateOperation):
+    """Drop what SQL ``version`` installed; refused while a column default still calls it."""
+
+    def __init__(self, version: str) -> None:
+        self.version = _released(version)
+
+    @classmethod
+    def drop_id_functions(cls, operations: Operations, version: str) -> None:
+        """Drop the idfields SQL functions of ``version`` (and schema ``idfields``)."""
+        operations.invoke(cls(version))
+
+    def reverse(self) -> InstallIdFunctionsOp:
+        return InstallIdFunctionsOp(self.version)
+
+
+def _execute(operations: Operations, script: str) -> None:
+    if operations.get_context().dialect.name != "postgresql":
+        return
+    # text() would read ":name" as a bind parameter; escape colons for the offline renderer.
+    operations.execute(text(script.replace(":", r"\:")))
 
 
 @Operations.implementation_for(InstallIdFunctionsOp)
 def _install(operations: Operations, operation: InstallIdFunctionsOp) -> None:
-    if operations.get_context().dialect.name != "postgresql":
-        return
-    script = sql.load_drop(operation.version) if operation.drop else sql.load(operation.version)
-    # text() would read ":name" as a bind parameter; escape colons for the offline renderer.
-    operations.execute(text(script.replace(":", r"\:")))
+    _execute(operations, sql.load(operation.version))
+
+
+@Operations.implementation_for(DropIdFunctionsOp)
+def _drop(operations: Operations, operation: DropIdFunctionsOp) -> None:
+    _execute(operations, sql.load_drop(operation.version))

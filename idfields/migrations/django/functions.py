@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import router
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
@@ -41,9 +42,9 @@ class InstallIdFunctions(Operation):
 
     def _run(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, script: str) -> None:
         connection = schema_editor.connection
-        if connection.vendor != "postgresql":
-            return
-        if not self.allow_migrate_model(connection.alias, _FakeModel(app_label)):
+        if connection.vendor != "postgresql" or not router.allow_migrate(
+            connection.alias, app_label
+        ):
             return
         schema_editor.execute(script, params=None)
 
@@ -76,20 +77,3 @@ class InstallIdFunctions(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return f"idfields_functions_{self.version}"
-
-
-class _FakeModel:
-    """What ``allow_migrate_model`` needs to ask the routers about this app's schema."""
-
-    def __init__(self, app_label: str) -> None:
-        self._meta = _Meta(app_label)
-
-
-class _Meta:
-    def __init__(self, app_label: str) -> None:
-        self.app_label = app_label
-        self.model_name = "idfields_functions"
-        self.managed = True
-        self.proxy = False
-        self.swapped = False
-        self.can_migrate = lambda connection: True

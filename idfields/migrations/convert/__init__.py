@@ -1,0 +1,137 @@
+"""Move an AUTO_INCREMENT key (serial, bigserial, identity, AUTO_INCREMENT) to k-sorted IDs.
+
+Pure planning: an introspected :class:`KeyInfo` and a :class:`Target` in, an ordered list of
+quoted, annotated :class:`Statement` out, forwards and backwards, per dialect; plus the online
+path for large Postgres tables (:mod:`.online`). The Django and Alembic operations only
+introspect, plan and execute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from idfields.migrations.convert import mysql, online, postgres
+from idfields.migrations.convert.introspect import (
+    Query,
+    cursor_query,
+    introspect_mysql,
+    introspect_postgres,
+)
+from idfields.migrations.convert.model import (
+    DB_FUNCTIONS,
+    Index,
+    KeyInfo,
+    Reference,
+    Statement,
+    Target,
+    check_layout,
+)
+from idfields.migrations.convert.quoting import Dialect, check_dialect, literal
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Both directions of one in-place conversion."""
+
+    forwards: tuple[Statement, ...]
+    backwards: tuple[Statement, ...]
+
+
+def plan(key: KeyInfo, target: Target) -> Plan:
+    """Both directions for a key described before the conversion (see :func:`forwards`)."""
+    return Plan(forwards(key, target), backwards(key, target))
+
+
+def forwards(key: KeyInfo, target: Target) -> tuple[Statement, ...]:
+    """The in-place conversion; refuses if max(id) is not below the first new ID."""
+    target.check_max_id(key)
+    planner = postgres if key.dialect == "postgresql" else mysql
+    return tuple(planner.forwards(key, target))
+
+
+def backwards(key: KeyInfo, target: Target) -> tuple[Statement, ...]:
+    """The way back, for a key described before or after the conversion (introspection finds
+    the kept sequence and what it restores)."""
+    planner = postgres if key.dialect == "postgresql" else mysql
+    return tuple(planner.backwards(key, target))
+
+
+def introspect(
+    dialect: str, query: Query, table: str, column: str = "id", schema: str | None = None
+) -> KeyInfo:
+    """Describe the key from the server's catalog."""
+    if check_dialect(dialect) == "postgresql":
+        return introspect_postgres(query, table, column, schema)
+    return introspect_mysql(query, table, column, schema)
+
+
+def run_online(
+    execute: Callable[[str], list[tuple[Any, ...]]],
+    key: KeyInfo,
+    target: Target,
+    batch_pages: int = 1000,
+    after_step: Callable[[str], None] | None = None,
+) -> None:
+    """Run the online path over an autocommit connection (``execute`` returns the rows).
+
+    Transactional steps are wrapped in BEGIN/COMMIT; the backfill reads each table's size right
+    before it starts; the swap is refused unless ``verify`` finds every row in sync.
+    """
+    target.check_max_id(key)
+    pages = {
+        (column.schema, column.table): int(
+            execute(
+                "SELECT pg_catalog.pg_relation_size("
+                f"{literal(column.table_sql)}::regclass) / "
+                "pg_catalog.current_setting('block_size')::bigint"
+            )[0][0]
+        )
+        for column in online.columns(key)
+    }
+    for step in online.plan(key, target, pages):
+        if step.name == "verify":
+            stale = [execute(statement.sql)[0][0] for statement in step.statements]
+            if any(stale):
+                raise RuntimeError(
+                    f"{sum(stale)} rows are out of sync after the backfill; "
+                    "is the sync trigger in place? Run the backfill again before the swap"
+                )
+        elif step.transaction:
+            execute("BEGIN")
+            try:
+                for statement in step.statements:
+                    execute(statement.sql)
+            except BaseException:
+                execute("ROLLBACK")
+                raise
+            execute("COMMIT")
+        else:
+            for statement in step.statements:
+                execute(statement.sql)
+        if after_step is not None:
+            after_step(step.name)
+
+
+__all__ = [
+    "DB_FUNCTIONS",
+    "Dialect",
+    "Index",
+    "KeyInfo",
+    "Plan",
+    "Query",
+    "Reference",
+    "Statement",
+    "Target",
+    "backwards",
+    "check_layout",
+    "cursor_query",
+    "forwards",
+    "introspect",
+    "introspect_mysql",
+    "introspect_postgres",
+    "online",
+    "plan",
+    "run_online",
+]

@@ -1,0 +1,290 @@
+"""Read a key's description from the server's catalog, one function per dialect.
+
+Both take a ``query(sql, params) -> rows`` callable with ``%s`` placeholders, so a psycopg or
+PyMySQL cursor, a Django cursor or a SQLAlchemy connection can all serve it (see
+:func:`cursor_query`). Names are passed as bound parameters, never spliced in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from idfields.migrations.convert.model import Index, KeyInfo, KeyKind, Reference
+from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
+from idfields.migrations.convert.quoting import ident, qualified
+
+Query = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
+
+
+class Cursor(Protocol):
+    def execute(self, sql: str, params: Any = ..., /) -> object: ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]: ...
+
+
+def cursor_query(cursor: Cursor) -> Query:
+    """A :data:`Query` over a DB-API cursor."""
+
+    def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        cursor.execute(sql, tuple(params))
+        return [tuple(row) for row in cursor.fetchall()]
+
+    return query
+
+
+_PG_TYPES = {"smallint": "smallint", "integer": "integer", "bigint": "bigint"}
+_PG_ACTIONS = {"r": "RESTRICT", "c": "CASCADE", "n": "SET NULL", "d": "SET DEFAULT"}
+
+_PG_COLUMN = """
+SELECT c.oid, n.nspname, a.attnum, pg_catalog.format_type(a.atttypid, NULL), a.attidentity,
+       (SELECT dep.refobjid::regclass::text FROM pg_catalog.pg_depend dep
+         WHERE dep.classid = 'pg_catalog.pg_attrdef'::regclass AND dep.objid = d.oid
+           AND dep.refclassid = 'pg_catalog.pg_class'::regclass LIMIT 1),
+       (SELECT sn.nspname || chr(31) || s.relname || chr(31) || COALESCE(
+                   pg_catalog.obj_description(s.oid, 'pg_class'), '')
+         FROM pg_catalog.pg_depend dep
+         JOIN pg_catalog.pg_class s ON s.oid = dep.objid
+         JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
+         WHERE dep.refobjid = c.oid AND dep.refobjsubid = a.attnum AND s.relkind = 'S'
+           AND dep.classid = 'pg_catalog.pg_class'::regclass LIMIT 1),
+       (SELECT s.relname FROM pg_catalog.pg_depend dep
+         JOIN pg_catalog.pg_class s ON s.oid = dep.refobjid
+         WHERE dep.classid = 'pg_catalog.pg_attrdef'::regclass AND dep.objid = d.oid
+           AND s.relkind = 'S' LIMIT 1),
+       (SELECT sn.nspname FROM pg_catalog.pg_depend dep
+         JOIN pg_catalog.pg_class s ON s.oid = dep.refobjid
+         JOIN pg_catalog.pg_namespace sn ON sn.oid = s.relnamespace
+         WHERE dep.classid = 'pg_catalog.pg_attrdef'::regclass AND dep.objid = d.oid
+           AND s.relkind = 'S' LIMIT 1),
+       (SELECT conname FROM pg_catalog.pg_constraint WHERE conrelid = c.oid AND contype = 'p')
+FROM pg_catalog.pg_class c
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND NOT a.attisdropped
+LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+WHERE c.oid = pg_catalog.to_regclass(%s) AND a.attname = %s
+"""
+
+_PG_REFERENCES = """
+SELECT rn.nspname, r.relname, a.attname, pg_catalog.format_type(a.atttypid, NULL),
+       NOT a.attnotnull, con.conname, con.confupdtype, con.confdeltype, con.condeferrable,
+       con.condeferred, pg_catalog.array_length(con.conkey, 1)
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_class r ON r.oid = con.conrelid
+JOIN pg_catalog.pg_namespace rn ON rn.oid = r.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1]
+WHERE con.contype = 'f' AND con.confrelid = %s AND %s = ANY (con.confkey)
+ORDER BY rn.nspname, r.relname, con.conname
+"""
+
+_PG_INDEXES = """
+SELECT i.relname, ix.indisunique, ix.indisprimary,
+       ARRAY(SELECT a.attname FROM pg_catalog.unnest(ix.indkey) WITH ORDINALITY AS k(num, pos)
+             JOIN pg_catalog.pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.num
+             ORDER BY k.pos),
+       ix.indexprs IS NULL AND ix.indpred IS NULL AND NOT (0 = ANY (ix.indkey)),
+       EXISTS (SELECT 1 FROM pg_catalog.pg_constraint con
+               WHERE con.conindid = ix.indexrelid AND con.contype = 'u')
+FROM pg_catalog.pg_index ix
+JOIN pg_catalog.pg_class i ON i.oid = ix.indexrelid
+JOIN pg_catalog.pg_class t ON t.oid = ix.indrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
+JOIN pg_catalog.pg_attribute col ON col.attrelid = t.oid AND col.attname = %s
+WHERE n.nspname = %s AND t.relname = %s AND col.attnum = ANY (ix.indkey)
+"""
+
+
+def _split(owned: str | None) -> tuple[str | None, str | None, str]:
+    """(schema, name, comment) of the owned sequence, joined by the unit separator chr(31)."""
+    if owned is None:
+        return None, None, ""
+    schema, name, comment = owned.split("\x1f", 2)
+    return schema, name, comment
+
+
+def introspect_postgres(
+    query: Query, table: str, column: str = "id", schema: str | None = None
+) -> KeyInfo:
+    """The key ``schema.table.column`` (``schema`` None: as the search_path finds the table)."""
+    rows = query(_PG_COLUMN, [qualified("postgresql", schema, table), column])
+    if not rows:
+        where = f"{schema}.{table}" if schema else table
+        raise ValueError(f"no column {column!r} in table {where!r}: check the names")
+    oid, found_schema, attnum, type_name, identity, _, owned_seq = rows[0][:7]
+    serial_seq, serial_schema, pk = rows[0][7:]
+    kind: KeyKind = "none"
+    sequence, sequence_schema = serial_seq, serial_schema
+    owned_schema, owned_name, comment = _split(owned_seq)
+    always = identity == "a"
+    if identity in ("a", "d"):
+        kind, sequence_schema, sequence = "identity", owned_schema, owned_name
+    elif serial_seq is not None:
+        kind = "serial"
+    elif owned_name == short_name(table, column, suffix="idfields_seq"):
+        # Converted from an identity: the kept sequence says how to restore it.
+        kind, always = "identity", comment == IDENTITY_COMMENTS[True]
+    elif owned_name is not None:
+        # Converted from serial: the sequence stays owned by the column, without the default.
+        kind, sequence_schema, sequence = "serial", owned_schema, owned_name
+    references = []
+    for row in query(_PG_REFERENCES, [oid, attnum]):
+        ref_schema, ref_table, ref_column, ref_type, nullable, name = row[:6]
+        on_update, on_delete, deferrable, deferred, width = row[6:]
+        if width != 1:
+            raise ValueError(
+                f"constraint {name!r} on {ref_table!r} is a multi-column foreign key including "
+                f"{table}.{column}; convert it by hand, this operation handles single columns"
+            )
+        actions = []
+        if on_delete in _PG_ACTIONS:
+            actions.append(f"ON DELETE {_PG_ACTIONS[on_delete]}")
+        if on_update in _PG_ACTIONS:
+            actions.append(f"ON UPDATE {_PG_ACTIONS[on_update]}")
+        if deferrable:
+            actions.append("DEFERRABLE INITIALLY " + ("DEFERRED" if deferred else "IMMEDIATE"))
+        references.append(
+            Reference(
+                ref_schema,
+                ref_table,
+                ref_column,
+                name,
+                _pg_type(ref_type, ref_table, ref_column),
+                bool(nullable),
+                actions=" ".join(actions),
+            )
+        )
+    key = KeyInfo(
+        "postgresql",
+        found_schema,
+        table,
+        column,
+        _pg_type(type_name, table, column),
+        kind,
+        sequence,
+        sequence_schema,
+        always,
+        primary_key=pk,
+        references=tuple(references),
+    )
+    table_sql = qualified("postgresql", found_schema, table)
+    max_id = query(f"SELECT max({ident('postgresql', column)}) FROM {table_sql}", [])[0][0]  # noqa: S608
+    indexes = {
+        table_name: _pg_indexes(query, table_schema, table_name, column_name)
+        for table_schema, table_name, column_name in [
+            (found_schema, table, column),
+            *((ref.schema, ref.table, ref.column) for ref in references),
+        ]
+    }
+    return dataclasses.replace(key, max_id=max_id, indexes=indexes)
+
+
+def _pg_indexes(query: Query, schema: str | None, table: str, column: str) -> tuple[Index, ...]:
+    found = []
+    for name, unique, primary, columns, plain, constraint in query(
+        _PG_INDEXES, [column, schema, table]
+    ):
+        if primary:
+            continue
+        if not plain:
+            raise ValueError(
+                f"index {name!r} on {table}.{column} uses an expression or a predicate; the "
+                "online path re-creates plain-column indexes only: drop it first, re-add it after"
+            )
+        found.append(Index(name, tuple(columns), bool(unique), bool(constraint)))
+    return tuple(found)
+
+
+def _pg_type(type_name: str, table: str, column: str) -> str:
+    try:
+        return _PG_TYPES[type_name]
+    except KeyError:
+        raise ValueError(
+            f"{table}.{column} is {type_name}, not an integer: only integer keys are converted"
+        ) from None
+
+
+_MYSQL_TYPES = {
+    "smallint": "smallint",
+    "mediumint": "integer",
+    "int": "integer",
+    "bigint": "bigint",
+}
+
+# Fixed keywords only: nothing read from the catalog is pasted into a statement.
+_MYSQL_ACTIONS = {
+    "CASCADE": "CASCADE",
+    "SET NULL": "SET NULL",
+    "SET DEFAULT": "SET DEFAULT",
+    "RESTRICT": "RESTRICT",
+    "NO ACTION": "NO ACTION",
+}
+
+_MYSQL_COLUMN = """
+SELECT DATA_TYPE, COLUMN_TYPE, EXTRA FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s
+"""
+
+_MYSQL_REFERENCES = """
+SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.CONSTRAINT_NAME, c.DATA_TYPE,
+       c.COLUMN_TYPE, c.IS_NULLABLE, r.DELETE_RULE, r.UPDATE_RULE
+FROM information_schema.KEY_COLUMN_USAGE k
+JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA
+  AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME
+JOIN information_schema.REFERENTIAL_CONSTRAINTS r ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA
+  AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = k.TABLE_NAME
+WHERE k.REFERENCED_TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND k.REFERENCED_TABLE_NAME = %s
+  AND k.REFERENCED_COLUMN_NAME = %s
+ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME
+"""
+
+
+def introspect_mysql(
+    query: Query, table: str, column: str = "id", schema: str | None = None
+) -> KeyInfo:
+    """The key ``schema.table.column`` (``schema`` None: the current database)."""
+    rows = query(_MYSQL_COLUMN, [schema, table, column])
+    if not rows:
+        raise ValueError(f"no column {column!r} in table {table!r}: check the names")
+    data_type, column_type, extra = rows[0]
+    current = str(query("SELECT DATABASE()", [])[0][0])
+    references = []
+    for row in query(_MYSQL_REFERENCES, [schema, table, column]):
+        ref_schema, ref_table, ref_column, name, ref_type, ref_column_type, nullable = row[:7]
+        on_delete, on_update = (_MYSQL_ACTIONS[rule] for rule in row[7:])
+        references.append(
+            Reference(
+                None if ref_schema == current else ref_schema,
+                ref_table,
+                ref_column,
+                name,
+                _mysql_type(ref_type, ref_table, ref_column),
+                nullable == "YES",
+                "unsigned" in ref_column_type.lower(),
+                actions=f"ON DELETE {on_delete} ON UPDATE {on_update}",
+            )
+        )
+    max_id = query(
+        f"SELECT max({ident('mysql', column)}) FROM {qualified('mysql', schema, table)}",  # noqa: S608
+        [],
+    )[0][0]
+    return KeyInfo(
+        "mysql",
+        schema,
+        table,
+        column,
+        _mysql_type(data_type, table, column),
+        "auto_increment" if "auto_increment" in extra.lower() else "none",
+        unsigned="unsigned" in column_type.lower(),
+        references=tuple(references),
+        max_id=None if max_id is None else int(max_id),
+    )
+
+
+def _mysql_type(type_name: str, table: str, column: str) -> str:
+    try:
+        return _MYSQL_TYPES[type_name.lower()]
+    except KeyError:
+        raise ValueError(
+            f"{table}.{column} is {type_name}, not an integer: only integer keys are converted"
+        ) from None

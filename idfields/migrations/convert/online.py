@@ -1,0 +1,356 @@
+"""The online path for large Postgres tables: GitLab's integer-to-bigint shape, step by step.
+
+Each step is short or lock-light and runs on its own, with the application live:
+
+1. ``prepare``: add ``<col>_convert_to_bigint`` (bigint, NOT NULL DEFAULT 0 where the column is
+   NOT NULL: no rewrite since PG 11) to the key table and every referencing table, and a trigger
+   that copies the old column into it on every INSERT and UPDATE.
+2. ``backfill``: UPDATE in batches of heap pages (ctid ranges, a TID range scan since PG 14), each
+   batch its own short transaction. Rows written meanwhile are kept in sync by the trigger.
+3. ``verify``: count rows still out of sync (must be 0) without an exclusive lock.
+4. ``index``: the unique index on the new key column and a copy of every index on an old column,
+   all CONCURRENTLY (outside a transaction; a failed build is dropped and retried).
+5. ``foreign_keys``: each referencing column's constraint, NOT VALID, then VALIDATE (which takes
+   only SHARE UPDATE EXCLUSIVE while it scans).
+6. ``swap``: one short transaction under lock_timeout: drop the triggers and the old constraints,
+   keep the sequence, drop the old columns, rename the new ones into place,
+   ``ADD PRIMARY KEY USING INDEX``, re-point the constraints, set the new default.
+
+The way back is the in-place backwards plan (the columns stay bigint). New columns end up last
+in the column order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from idfields.migrations.convert import postgres
+from idfields.migrations.convert.model import Index, KeyInfo, Reference, Statement, Target
+from idfields.migrations.convert.quoting import dollar_quoted, ident, qualified
+
+_ALL = "ACCESS EXCLUSIVE"
+SUFFIX = "convert_to_bigint"
+STEPS = ("prepare", "backfill", "verify", "index", "foreign_keys", "swap")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column moving to bigint: the key or a referencing column."""
+
+    schema: str | None
+    table: str
+    name: str
+    nullable: bool
+
+    @property
+    def table_sql(self) -> str:
+        return qualified("postgresql", self.schema, self.table)
+
+    @property
+    def new(self) -> str:
+        return postgres.short_name(self.name, suffix=SUFFIX)
+
+
+@dataclass(frozen=True)
+class Step:
+    """Statements run together: in one transaction, or (``transaction=False``) one by one."""
+
+    name: str
+    statements: tuple[Statement, ...]
+    transaction: bool = True
+
+
+def columns(key: KeyInfo) -> list[Column]:
+    """The key first, then each referencing column."""
+    found = [Column(key.schema, key.table, key.column, False)]
+    found += [Column(ref.schema, ref.table, ref.column, ref.nullable) for ref in key.references]
+    return found
+
+
+def _by_table(key: KeyInfo) -> dict[tuple[str | None, str], list[Column]]:
+    tables: dict[tuple[str | None, str], list[Column]] = {}
+    for column in columns(key):
+        tables.setdefault((column.schema, column.table), []).append(column)
+    return tables
+
+
+def _trigger(schema: str | None, table: str) -> tuple[str, str]:
+    """(function, trigger) names of a table's sync trigger."""
+    name = postgres.short_name(table, suffix="idfields_sync")
+    return qualified("postgresql", schema, name), ident("postgresql", name)
+
+
+def prepare(key: KeyInfo, target: Target) -> Step:
+    statements = [postgres.set_lock_timeout(target)]
+    for (schema, table), cols in _by_table(key).items():
+        table_sql = qualified("postgresql", schema, table)
+        for column in cols:
+            kind = "bigint" if column.nullable else "bigint NOT NULL DEFAULT 0"
+            statements.append(
+                Statement(
+                    f"ALTER TABLE {table_sql} ADD COLUMN {ident('postgresql', column.new)} {kind}",
+                    _ALL,
+                    note="brief: a constant default is stored in the catalog, no rewrite",
+                )
+            )
+        copies = " ".join(
+            f"NEW.{ident('postgresql', c.new)} := NEW.{ident('postgresql', c.name)};" for c in cols
+        )
+        function, trigger = _trigger(schema, table)
+        body = f" BEGIN {copies} RETURN NEW; END "
+        statements.append(
+            Statement(
+                f"CREATE OR REPLACE FUNCTION {function}() RETURNS trigger LANGUAGE plpgsql "
+                f"AS {dollar_quoted(body)}",
+                "none",
+            )
+        )
+        statements.append(
+            Statement(
+                f"CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE ON {table_sql} "
+                f"FOR EACH ROW EXECUTE FUNCTION {function}()",
+                "SHARE ROW EXCLUSIVE",
+            )
+        )
+    return Step("prepare", tuple(statements))
+
+
+def backfill(
+    key: KeyInfo, pages: Mapping[tuple[str | None, str], int], batch_pages: int = 1000
+) -> Step:
+    """UPDATE batches over heap pages; ``pages`` is each table's size in pages, read just before.
+
+    The last batch of each table is open-ended, so pages added since are covered too.
+    """
+    if batch_pages < 1:
+        raise ValueError(f"batch_pages must be at least 1, got {batch_pages}")
+    statements = []
+    for (schema, table), cols in _by_table(key).items():
+        sets = ", ".join(
+            f"{ident('postgresql', c.new)} = {ident('postgresql', c.name)}" for c in cols
+        )
+        stale = " OR ".join(
+            f"{ident('postgresql', c.new)} IS DISTINCT FROM {ident('postgresql', c.name)}"
+            for c in cols
+        )
+        table_sql = qualified("postgresql", schema, table)
+        update = f"UPDATE {table_sql} SET {sets} WHERE ({stale})"  # noqa: S608 (names quoted)
+        total = max(pages.get((schema, table), 0), 0)
+        for start in range(0, total + 1, batch_pages):
+            bounds = f" AND ctid >= '({start},0)'::tid"
+            if start + batch_pages <= total:
+                bounds += f" AND ctid < '({start + batch_pages},0)'::tid"
+            statements.append(Statement(update + bounds, "ROW EXCLUSIVE", note="one batch"))
+    return Step("backfill", tuple(statements), transaction=False)
+
+
+def verify(key: KeyInfo) -> Step:
+    """Rows whose copy differs: the swap must not start unless every count is 0."""
+    statements = []
+    for column in columns(key):
+        old, new = ident("postgresql", column.name), ident("postgresql", column.new)
+        statements.append(
+            Statement(
+                f"SELECT count(*) FROM {column.table_sql} WHERE {new} IS DISTINCT FROM {old}",  # noqa: S608
+                "ACCESS SHARE",
+                note="must be 0",
+            )
+        )
+    return Step("verify", tuple(statements), transaction=False)
+
+
+def _new_index_name(name: str) -> str:
+    return postgres.short_name(name, suffix=SUFFIX)
+
+
+def _key_index(key: KeyInfo) -> str:
+    return postgres.short_name(key.table, key.column, suffix=f"{SUFFIX}_pkey")
+
+
+def _copied_indexes(key: KeyInfo) -> list[tuple[Column, Index]]:
+    """Every index on an old column except the primary key, with the column it is copied for."""
+    found = []
+    for column in columns(key):
+        for index in key.indexes.get(column.table, ()):
+            if column.name in index.columns and index.name != key.primary_key:
+                found.append((column, index))
+    return found
+
+
+def index(key: KeyInfo) -> Step:
+    key_column = columns(key)[0]
+    built: list[tuple[Column, str, bool, tuple[str, ...]]] = [
+        (key_column, _key_index(key), True, (key_column.new,))
+    ]
+    for column, old in _copied_indexes(key):
+        renamed = tuple(column.new if name == column.name else name for name in old.columns)
+        built.append((column, _new_index_name(old.name), old.unique, renamed))
+    statements = []
+    for column, name, unique, cols in built:
+        table_sql = column.table_sql
+        schema_name = qualified("postgresql", column.schema, name)
+        statements.append(
+            Statement(f"DROP INDEX CONCURRENTLY IF EXISTS {schema_name}", "none", transaction=False)
+        )
+        listed = ", ".join(ident("postgresql", c) for c in cols)
+        statements.append(
+            Statement(
+                f"CREATE {'UNIQUE ' if unique else ''}INDEX CONCURRENTLY "
+                f"{ident('postgresql', name)} ON {table_sql} ({listed})",
+                "SHARE UPDATE EXCLUSIVE",
+                note="writes continue while it builds",
+                transaction=False,
+            )
+        )
+    return Step("index", tuple(statements), transaction=False)
+
+
+def _new_constraint(ref: Reference) -> str:
+    return postgres.short_name(ref.constraint, suffix=SUFFIX)
+
+
+def foreign_keys(key: KeyInfo, target: Target) -> list[Step]:
+    """ADD ... NOT VALID (brief lock, one transaction each), then VALIDATE (no write lock)."""
+    key_column = columns(key)[0]
+    added, validated = [], []
+    for ref in key.references:
+        table = qualified("postgresql", ref.schema, ref.table)
+        name = ident("postgresql", _new_constraint(ref))
+        new = ident("postgresql", postgres.short_name(ref.column, suffix=SUFFIX))
+        added.append(
+            Statement(
+                f"ALTER TABLE {table} ADD CONSTRAINT {name} FOREIGN KEY ({new}) REFERENCES "
+                f"{key_column.table_sql} ({ident('postgresql', key_column.new)})"
+                f"{' ' + ref.actions if ref.actions else ''} NOT VALID",
+                "SHARE ROW EXCLUSIVE",
+                note="checks new rows only",
+            )
+        )
+        validated.append(
+            Statement(
+                f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}",
+                "SHARE UPDATE EXCLUSIVE",
+                note="scans existing rows; writes continue",
+            )
+        )
+    return [
+        Step("foreign_keys", (postgres.set_lock_timeout(target), *added)),
+        Step("foreign_keys", tuple(validated), transaction=False),
+    ]
+
+
+def swap(key: KeyInfo, target: Target) -> Step:
+    """The one locked transaction that puts the new columns in place."""
+    key_column = columns(key)[0]
+    table = key_column.table_sql
+    plan = [
+        postgres.set_lock_timeout(target),
+        postgres.lock(postgres.referencing_tables(key)),
+        postgres.max_id_guard(key, target, column=key_column.new),
+    ]
+    for schema, name in _by_table(key):
+        function, trigger = _trigger(schema, name)
+        plan.append(
+            Statement(f"DROP TRIGGER {trigger} ON {qualified('postgresql', schema, name)}", _ALL)
+        )
+        plan.append(Statement(f"DROP FUNCTION {function}()", "none"))
+    for ref in key.references:
+        plan.append(
+            Statement(
+                f"ALTER TABLE {qualified('postgresql', ref.schema, ref.table)} "
+                f"DROP CONSTRAINT {ident('postgresql', ref.constraint)}",
+                _ALL,
+            )
+        )
+    new_key = ident("postgresql", key_column.new)
+    if key.kind == "serial":
+        plan.append(
+            Statement(
+                f"ALTER TABLE {table} ALTER COLUMN {ident('postgresql', key.column)} DROP DEFAULT",
+                _ALL,
+            )
+        )
+        plan.append(
+            Statement(
+                f"ALTER SEQUENCE {postgres.sequence_name(key)} AS bigint "
+                f"OWNED BY {table}.{new_key}",
+                "none",
+                note="kept for the way back",
+            )
+        )
+    elif key.kind == "identity":
+        plan += postgres.keep_identity_sequence(key, owner_column=key_column.new)
+    for column in columns(key):
+        plan += _put_in_place(column)
+    primary = key.primary_key or postgres.short_name(key.table, suffix="pkey")
+    plan.append(
+        Statement(
+            f"ALTER TABLE {table} ADD CONSTRAINT {ident('postgresql', primary)} "
+            f"PRIMARY KEY USING INDEX {ident('postgresql', _key_index(key))}",
+            _ALL,
+            note="the index exists: no scan",
+        )
+    )
+    for column, old in _copied_indexes(key):
+        renamed = ident("postgresql", _new_index_name(old.name))
+        qualified_renamed = qualified("postgresql", column.schema, _new_index_name(old.name))
+        if old.constraint:
+            plan.append(
+                Statement(
+                    f"ALTER TABLE {column.table_sql} ADD CONSTRAINT {ident('postgresql', old.name)}"
+                    f" UNIQUE USING INDEX {renamed}",
+                    _ALL,
+                )
+            )
+        else:
+            plan.append(
+                Statement(
+                    f"ALTER INDEX {qualified_renamed} RENAME TO {ident('postgresql', old.name)}",
+                    _ALL,
+                )
+            )
+    for ref in key.references:
+        plan.append(
+            Statement(
+                f"ALTER TABLE {qualified('postgresql', ref.schema, ref.table)} RENAME CONSTRAINT "
+                f"{ident('postgresql', _new_constraint(ref))} "
+                f"TO {ident('postgresql', ref.constraint)}",
+                _ALL,
+            )
+        )
+    if target.generation == "db":
+        plan.append(
+            Statement(
+                f"ALTER TABLE {table} ALTER COLUMN {ident('postgresql', key.column)} "
+                f"SET DEFAULT {target.db_default}",
+                _ALL,
+            )
+        )
+    return Step("swap", tuple(plan))
+
+
+def _put_in_place(column: Column) -> list[Statement]:
+    old, new = ident("postgresql", column.name), ident("postgresql", column.new)
+    alter = f"ALTER TABLE {column.table_sql}"
+    statements = [
+        Statement(f"{alter} DROP COLUMN {old}", _ALL, note="catalog only, no rewrite"),
+        Statement(f"{alter} RENAME COLUMN {new} TO {old}", _ALL),
+    ]
+    if not column.nullable:
+        statements.append(Statement(f"{alter} ALTER COLUMN {old} DROP DEFAULT", _ALL))
+    return statements
+
+
+def plan(key: KeyInfo, target: Target, pages: Mapping[tuple[str | None, str], int]) -> list[Step]:
+    """Every step in order, for display (``sqlmigrate``-style) or for :func:`run`."""
+    if key.dialect != "postgresql":
+        raise ValueError("the online path is for PostgreSQL; on MySQL use an online schema tool")
+    return [
+        prepare(key, target),
+        backfill(key, pages),
+        verify(key),
+        index(key),
+        *foreign_keys(key, target),
+        swap(key, target),
+    ]
