@@ -35,6 +35,20 @@ def mysql_url() -> Iterator[str]:
     yield from _scratch_url(databases.resolve_mysql, "IDFIELDS_REQUIRE_MYSQL")
 
 
+@pytest.fixture
+def fresh_database(request: pytest.FixtureRequest) -> Iterator[Callable[[str], str]]:
+    """A factory of empty databases ("postgresql" or "mysql") on the session's servers, for tests
+    that need a blank schema (the session database holds other suites' tables)."""
+    with ExitStack() as stack:
+
+        def make(kind: str) -> str:
+            fixture = "postgres_url" if kind == "postgresql" else "mysql_url"
+            server: str = request.getfixturevalue(fixture)
+            return stack.enter_context(databases.scratch_database(server))
+
+        yield make
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark tests by the servers they use, so ``-m 'not mysql'`` works without manual marks."""
     for item in items:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import databases
@@ -24,6 +25,7 @@ from idfields.migrations.alembic.tables import CreateIdfieldsTablesOp, DropIdfie
 from idfields.sqlalchemy_ext import metadata
 
 TABLES = {"idfields_launch", "idfields_node_lease", "idfields_counter"}
+BACKENDS = ["sqlite", "postgresql", "mysql"]
 
 ENV_PY = """
 from alembic import context
@@ -82,7 +84,22 @@ def table_names(engine: sa.Engine) -> set[str]:
     return set(sa.inspect(engine).get_table_names()) & TABLES
 
 
-def test_upgrade_downgrade_and_autogenerate_clean(engine: sa.Engine, tmp_path: Path) -> None:
+@pytest.fixture(params=BACKENDS)
+def blank_engine(
+    request: pytest.FixtureRequest, tmp_path: Path, fresh_database: Callable[[str], str]
+) -> Iterator[sa.Engine]:
+    """An engine on an empty database of each backend."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'blank.sqlite3'}"
+    else:
+        url = databases.DbUrl.parse(fresh_database(request.param)).sqlalchemy_url()
+    created = sa.create_engine(url)
+    yield created
+    created.dispose()
+
+
+def test_upgrade_downgrade_and_autogenerate_clean(blank_engine: sa.Engine, tmp_path: Path) -> None:
+    engine = blank_engine
     url = engine.url.render_as_string(hide_password=False)
     config, _ = alembic_config(tmp_path, url)
     command.upgrade(config, "head")
@@ -99,8 +116,8 @@ def test_upgrade_downgrade_and_autogenerate_clean(engine: sa.Engine, tmp_path: P
     assert table_names(engine) == set()
 
 
-def test_offline_sql_runs_on_postgres(postgres_url: str, tmp_path: Path) -> None:
-    server = databases.DbUrl.parse(postgres_url)
+def test_offline_sql_runs_on_postgres(fresh_database: Callable[[str], str], tmp_path: Path) -> None:
+    server = databases.DbUrl.parse(fresh_database("postgresql"))
     config, output = alembic_config(tmp_path, server.sqlalchemy_url())
     command.upgrade(config, "head", sql=True)
     script = output.getvalue()
