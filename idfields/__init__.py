@@ -14,7 +14,13 @@ from idfields.errors import (
     NodeNotConfigured,
     ValueOutOfRange,
 )
-from idfields.generators import CounterGenerator, IdGenerator, TimeGenerator, make_generator
+from idfields.generators import (
+    CounterGenerator,
+    IdGenerator,
+    IdSource,
+    TimeGenerator,
+    make_generator,
+)
 from idfields.layouts import (
     BUILTIN_LAYOUTS,
     MAX_ID,
@@ -51,6 +57,7 @@ __all__ = [
     "EnvironmentNode",
     "IdFieldsError",
     "IdGenerator",
+    "IdSource",
     "Layout",
     "LayoutError",
     "LayoutExhausted",

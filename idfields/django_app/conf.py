@@ -12,6 +12,8 @@ Every key is optional::
         "JS_SAFE": False,             # ask for IDs below 2**53 (checks warn on wider layouts)
         "IDS_AS_STRINGS": False,      # serialize ID fields as strings for JavaScript clients
         "LAYOUTS": {},                # user layouts: name -> Layout or "dotted.path.TO_LAYOUT"
+        "GENERATORS": {},             # layout name -> factory of another ID source, e.g.
+                                      # "proj.ids.redis_client" returning a RedisIdClient
         "PERMUTATION_KEY": None,      # key of the public, non-enumerable ID permutation
     }
 
@@ -49,6 +51,7 @@ class IdFieldsSettings:
     js_safe: bool = False
     ids_as_strings: bool = False
     layouts: dict[str, Any] = field(default_factory=dict)
+    generators: dict[str, Any] = field(default_factory=dict)
     permutation_key: str | bytes | None = None
     unknown_keys: tuple[str, ...] = ()
 
@@ -81,6 +84,7 @@ _KEYS = {
     "JS_SAFE": "js_safe",
     "IDS_AS_STRINGS": "ids_as_strings",
     "LAYOUTS": "layouts",
+    "GENERATORS": "generators",
     "PERMUTATION_KEY": "permutation_key",
 }
 

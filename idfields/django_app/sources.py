@@ -13,22 +13,23 @@ from typing import Any
 
 from django.core.signals import setting_changed
 from django.dispatch import receiver
+from django.utils.module_loading import import_string
 
 from idfields.coordination import DecimalSource, LeaseSource
 from idfields.django_app.conf import IdFieldsSettings, get_settings
 from idfields.django_app.coordination import DjangoDatabase
 from idfields.errors import LayoutError, NodeNotConfigured
-from idfields.generators import IdGenerator, make_generator
+from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout
 from idfields.nodes import DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
 
-_generators: dict[str | Layout, IdGenerator] = {}  # by the argument callers pass
-_by_name: dict[str, IdGenerator] = {}  # one generator per layout, however it is named
+_generators: dict[str | Layout, IdSource] = {}  # by the argument callers pass
+_by_name: dict[str, IdSource] = {}  # one generator per layout, however it is named
 _databases: dict[str, DjangoDatabase] = {}
 _lock = threading.Lock()
 
 
-def generator_for(layout: str | Layout) -> IdGenerator:
+def generator_for(layout: str | Layout) -> IdSource:
     """The process's generator for ``layout`` (a layout name or a Layout)."""
     try:
         return _generators[layout]
@@ -73,16 +74,13 @@ def node_source(layout: Layout, settings: IdFieldsSettings | None = None) -> Nod
     )
 
 
-def _create(key: str | Layout) -> IdGenerator:
+def _create(key: str | Layout) -> IdSource:
     with _lock:
         settings = get_settings()
         layout = settings.resolve_layout(key)
         generator = _by_name.get(layout.name)
         if generator is None:
-            options: dict[str, Any] = {}
-            if layout.timestamp is not None:
-                options["max_skew_ns"] = round(settings.max_skew * 1e9)
-            generator = make_generator(layout, node_source(layout, settings), **options)
+            generator = _build(layout, settings)
             _by_name[layout.name] = generator
         elif generator.layout != layout:
             raise LayoutError(
@@ -91,6 +89,24 @@ def _create(key: str | Layout) -> IdGenerator:
             )
         _generators[key] = generator
         return generator
+
+
+def _build(layout: Layout, settings: IdFieldsSettings) -> IdSource:
+    """The in-process generator, or the ID source ``IDFIELDS['GENERATORS']`` names (Redis...)."""
+    factory = settings.generators.get(layout.name)
+    if factory is None:
+        options: dict[str, Any] = {}
+        if layout.timestamp is not None:
+            options["max_skew_ns"] = round(settings.max_skew * 1e9)
+        return make_generator(layout, node_source(layout, settings), **options)
+    made = (import_string(factory) if isinstance(factory, str) else factory)()
+    if not isinstance(made, IdSource) or made.layout.name != layout.name:
+        raise LayoutError(
+            f"IDFIELDS['GENERATORS'][{layout.name!r}] made {made!r}, not an ID source of layout "
+            f"{layout.name!r}; its factory must return an object with layout, __call__, take "
+            "and close (an IdGenerator, RedisIdClient or HostSharedGenerator)"
+        )
+    return made
 
 
 def reset() -> None:

@@ -14,7 +14,7 @@ import atexit
 import os
 from typing import Any
 
-from idfields.generators.base import IdGenerator, live_generators
+from idfields.generators.base import IdGenerator, IdSource, live_generators
 from idfields.generators.counter import CounterGenerator
 from idfields.generators.hotpath import COMPILED
 from idfields.generators.timed import DEFAULT_MAX_SKEW_NS, TimeGenerator
@@ -26,6 +26,7 @@ __all__ = [
     "DEFAULT_MAX_SKEW_NS",
     "CounterGenerator",
     "IdGenerator",
+    "IdSource",
     "TimeGenerator",
     "make_generator",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from idfields.errors import ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
@@ -15,6 +15,23 @@ from idfields.nodes import Assignment, NodeSource, StaticNode, default_source, v
 MAX_TAKE = 10_000_000
 
 live_generators: weakref.WeakSet[IdGenerator] = weakref.WeakSet()
+
+
+@runtime_checkable
+class IdSource(Protocol):
+    """What the ORM layers need from an ID maker: ``source()``, ``source.take(n)``, its layout.
+
+    :class:`IdGenerator`, ``idfields.redisid.RedisIdClient`` and
+    ``idfields.hostshared.HostSharedGenerator`` all fit.
+    """
+
+    layout: Layout
+
+    def __call__(self) -> int: ...
+
+    def take(self, count: int) -> list[int]: ...
+
+    def close(self) -> None: ...
 
 
 class IdGenerator:

@@ -11,7 +11,8 @@ a SQLAlchemy ``Column(BigInteger, primary_key=True, default=client)``. ``redis``
 when a client is made, never at import time; the script needs Redis >= 5 (effects replication).
 """
 
-from idfields.redisid.client import IdSource, RedisIdClient, RedisIdError, configure_shard
+from idfields.generators import IdSource
+from idfields.redisid.client import RedisIdClient, RedisIdError, configure_shard
 from idfields.redisid.script import LUA, state_key
 
 __all__ = ["LUA", "IdSource", "RedisIdClient", "RedisIdError", "configure_shard", "state_key"]

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from idfields.errors import IdFieldsError, LayoutExhausted, NodeError, ValueOutOfRange
 from idfields.layouts import Layout, get_layout
@@ -34,20 +34,6 @@ if TYPE_CHECKING:
 
 DEFAULT_ATTEMPTS = 5
 MAX_TAKE = 10_000_000
-
-
-@runtime_checkable
-class IdSource(Protocol):
-    """What an ORM default needs from an ID maker: ``source()`` and ``source.take(n)``.
-
-    ``IdGenerator``, :class:`RedisIdClient` and ``HostSharedGenerator`` all fit.
-    """
-
-    layout: Layout
-
-    def __call__(self) -> int: ...
-
-    def take(self, count: int) -> list[int]: ...
 
 
 class RedisIdError(IdFieldsError, RuntimeError):
