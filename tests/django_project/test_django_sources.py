@@ -38,6 +38,6 @@ def test_a_factory_of_the_wrong_layout_is_refused() -> None:
     def wrong() -> object:
         return make_generator("traceid", node=1)
 
-    with override_settings(IDFIELDS={"GENERATORS": {"snowflake": wrong}}):
-        with pytest.raises(LayoutError, match=r"GENERATORS'\]\['snowflake'\].*traceid"):
-            Author.objects.using("sqlite").create(name="x")
+    settings = override_settings(IDFIELDS={"GENERATORS": {"snowflake": wrong}})
+    with settings, pytest.raises(LayoutError, match=r"GENERATORS'\]\['snowflake'\].*traceid"):
+        Author.objects.using("sqlite").create(name="x")
