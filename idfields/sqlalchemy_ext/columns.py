@@ -1,10 +1,11 @@
 """Column constructors: a BIGINT key whose value is made in Python before the INSERT.
 
-The default is a plain zero-argument callable, so SQLAlchemy evaluates it per row inside the
-statement and every insert path (unit of work flush, ``insert(Model)`` with a list of dicts
-through insertmanyvalues, Core ``values()`` and executemany, AsyncSession) gets its IDs without
-a round trip. ``server_side=True`` leaves the value to the database function of the layout
-(``idfields.next_snowflake()`` on Postgres) and has it fetched back.
+The default is a Python callable taking SQLAlchemy's execution context (so it is called per row
+without a wrapper): SQLAlchemy evaluates it inside the statement and every insert path (unit of
+work flush, ``insert(Model)`` with a list of dicts through insertmanyvalues, Core ``values()`` and
+executemany, AsyncSession) gets its IDs without a round trip. ``server_side=True`` leaves the
+value to the database function of the layout (``idfields.next_snowflake()`` on Postgres) and has
+it fetched back.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from sqlalchemy import BigInteger, Column, text
 from sqlalchemy.orm import MappedColumn, mapped_column
 
 from idfields.layouts import Layout
-from idfields.sqlalchemy_ext.registry import id_default
+from idfields.sqlalchemy_ext.registry import context_default
 
 # Layouts with a database-side generator (the PL/pgSQL functions of schema "idfields").
 SERVER_FUNCTIONS = {
@@ -35,7 +36,7 @@ def _column_options(layout: str | Layout, server_side: bool, kwargs: dict[str, A
             )
     kwargs.setdefault("autoincrement", False)  # never SERIAL / AUTO_INCREMENT / IDENTITY
     if not server_side:
-        kwargs["default"] = id_default(layout)
+        kwargs["default"] = context_default(layout)
         return
     name = layout.name if isinstance(layout, Layout) else layout
     function = SERVER_FUNCTIONS.get(name)

@@ -14,6 +14,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from idfields.errors import NodeError
 from idfields.generators import DEFAULT_MAX_SKEW_NS, IdGenerator, make_generator
@@ -21,6 +22,7 @@ from idfields.layouts import BUILTIN_LAYOUTS, Layout
 from idfields.nodes import Assignment, NodeSource, default_source
 
 SourceFactory = Callable[[Layout], NodeSource]
+_Default = TypeVar("_Default", Callable[[], int], Callable[[object], int])
 
 
 @dataclass(frozen=True)
@@ -198,5 +200,24 @@ def id_default(layout: str | Layout = "snowflake") -> Callable[[], int]:
     def next_id() -> int:
         return slot.call()
 
-    next_id.__qualname__ = next_id.__name__ = f"next_{slot.name}_id"
-    return next_id
+    return _named(next_id, slot)
+
+
+def context_default(layout: str | Layout = "snowflake") -> Callable[[object], int]:
+    """The default ``id_column`` installs: the next ID, given SQLAlchemy's execution context.
+
+    SQLAlchemy calls a one-argument default with the context directly, per row; a zero-argument
+    one it wraps in a ``lambda ctx: fn()``, one more Python call for every row inserted.
+    """
+    slot = _registry.slot(layout)
+
+    def next_id(context: object) -> int:
+        return slot.call()
+
+    return _named(next_id, slot)
+
+
+def _named(default: _Default, slot: _Slot) -> _Default:
+    """Name a default after its layout, so reprs and tracebacks say which IDs it makes."""
+    default.__qualname__ = default.__name__ = f"next_{slot.name}_id"
+    return default

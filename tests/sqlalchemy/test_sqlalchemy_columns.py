@@ -10,8 +10,10 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from idfields import sql
 from idfields.layouts import get_layout
-from idfields.sqlalchemy_ext import id_column, id_column_core, id_default
+from idfields.sqlalchemy_ext import id_column, id_column_core, id_default, metadata
+from idfields.sqlalchemy_ext.registry import context_default
 
 
 class Base(DeclarativeBase):
@@ -68,6 +70,11 @@ def assert_fresh_ids(ids: list[int], count: int, started_ns: int) -> None:
         assert started_ns - 10**9 <= decoded.time_ns <= time.time_ns() + 10**9
 
 
+def stored_names(engine: sa.Engine) -> list[str]:
+    with engine.connect() as conn:
+        return list(conn.scalars(sa.select(Item.name).order_by(Item.name)))
+
+
 def stored_ids(engine: sa.Engine, table: sa.Table) -> list[int]:
     with engine.connect() as conn:
         return list(conn.scalars(sa.select(table.c.id).order_by(table.c.name)))
@@ -110,6 +117,23 @@ def test_insert_model_with_dicts_batches_with_insertmanyvalues(db: sa.Engine) ->
     assert len(log.statements) < 600 / 10  # batched: many rows per statement
 
 
+def test_insert_model_keeps_explicit_ids_among_generated_ones(db: sa.Engine) -> None:
+    started = time.time_ns()
+    rows: list[dict[str, object]] = [{"name": f"m{i:03d}"} for i in range(40)]
+    for index in (3, 17, 18, 39):
+        rows[index]["id"] = 1000 + index
+    with Session(db) as session:
+        session.execute(sa.insert(Item), rows)
+        session.commit()
+    ids = stored_ids(db, Item.__table__)  # type: ignore[arg-type]
+    stored = dict(zip(stored_names(db), ids, strict=True))
+    explicit = {f"m{i:03d}": 1000 + i for i in (3, 17, 18, 39)}
+    assert {name: stored[name] for name in explicit} == explicit
+    assert "id" not in rows[0]  # the caller's dicts are not written to
+    generated = [value for name, value in sorted(stored.items()) if name not in explicit]
+    assert_fresh_ids(generated, 36, started)
+
+
 def test_core_values_and_executemany(db: sa.Engine) -> None:
     started = time.time_ns()
     with db.begin() as conn:
@@ -138,6 +162,16 @@ def test_id_default_is_a_plain_callable() -> None:
     assert 0 < first < second
 
 
+def test_sqlalchemy_calls_the_column_default_without_a_wrapper() -> None:
+    """A one-argument default is called as is; a zero-argument one costs a lambda per row."""
+    ours = Item.__table__.c.id.default.arg
+    assert ours.__code__ is context_default("snowflake").__code__
+    assert 0 < ours(None) < ours(None)
+    plain = sa.Column("id", sa.BigInteger, default=id_default("snowflake"))
+    wrapped = plain.default.arg  # type: ignore[union-attr]
+    assert wrapped.__code__ is not id_default("snowflake").__code__
+
+
 def test_bad_arguments_name_the_fix() -> None:
     with pytest.raises(TypeError, match="set their own default"):
         id_column(default=lambda: 1)
@@ -148,10 +182,9 @@ def test_bad_arguments_name_the_fix() -> None:
 
 
 def test_server_side_default_fetches_the_database_made_id(pg_engine: sa.Engine) -> None:
-    with pg_engine.connect() as conn:
-        installed = conn.scalar(sa.text("SELECT to_regprocedure('idfields.next_snowflake()')"))
-    if installed is None:
-        pytest.skip("idfields.next_snowflake() is not installed (PL/pgSQL functions, issue 5)")
+    with pg_engine.begin() as conn:  # the lease tables and the functions, as a migration would
+        metadata.create_all(conn)
+        conn.execution_options(no_parameters=True).exec_driver_sql(sql.load(sql.LATEST))
 
     class ServerBase(DeclarativeBase):
         pass
