@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from idfields.errors import NodeError
-from idfields.generators import DEFAULT_MAX_SKEW_NS, IdGenerator, make_generator
+from idfields.generators import DEFAULT_MAX_SKEW_NS, IdSource, make_generator
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
 from idfields.nodes import Assignment, NodeSource, default_source
 
 SourceFactory = Callable[[Layout], NodeSource]
+IdSourceOrFactory = IdSource | Callable[[], IdSource]
 _Default = TypeVar("_Default", Callable[[], int], Callable[[object], int])
 
 
@@ -30,6 +31,7 @@ class _Config:
     source: NodeSource | SourceFactory | None = None
     layouts: Mapping[str, Layout] = field(default_factory=dict)
     max_skew_ns: int = DEFAULT_MAX_SKEW_NS
+    generators: Mapping[str, IdSourceOrFactory] = field(default_factory=dict)
 
 
 class _History:
@@ -98,7 +100,7 @@ class _Registry:
         self._lock = threading.Lock()
         self._config = _Config()
         self._slots: dict[str, _Slot] = {}
-        self._generators: dict[str, IdGenerator] = {}
+        self._generators: dict[str, IdSource] = {}
         self._histories: dict[str, _History] = {}
 
     def slot(self, layout: str | Layout) -> _Slot:
@@ -118,7 +120,7 @@ class _Registry:
                 slot.layout = given
         return slot
 
-    def generator(self, layout: str | Layout) -> IdGenerator:
+    def generator(self, layout: str | Layout) -> IdSource:
         slot = self.slot(layout)
         with self._lock:
             made = self._generators.get(slot.name)
@@ -128,8 +130,11 @@ class _Registry:
                 slot.call = made.__call__
         return made
 
-    def _make(self, slot: _Slot) -> IdGenerator:
+    def _make(self, slot: _Slot) -> IdSource:
         config = self._config
+        given = config.generators.get(slot.name)
+        if given is not None:
+            return _other_source(slot.name, given)
         layout = slot.layout or config.layouts.get(slot.name) or BUILTIN_LAYOUTS.get(slot.name)
         if layout is None:
             known = ", ".join([*BUILTIN_LAYOUTS, *config.layouts])
@@ -159,11 +164,24 @@ class _Registry:
 _registry = _Registry()
 
 
+def _other_source(name: str, given: IdSourceOrFactory) -> IdSource:
+    """An ID source other than the in-process generator (the Redis tier, the host-shared one)."""
+    made = given if isinstance(given, IdSource) else given()
+    if not isinstance(made, IdSource) or made.layout.name != name:
+        raise TypeError(
+            f"configure(generators={{{name!r}: ...}}) gave {made!r}, not an ID source of layout "
+            f"{name!r}; pass an object with layout, __call__, take and close (RedisIdClient, "
+            "HostSharedGenerator, IdGenerator) or a factory returning one"
+        )
+    return made
+
+
 def configure(
     *,
     source: NodeSource | SourceFactory | None = None,
     layouts: Iterable[Layout] | Mapping[str, Layout] = (),
     max_skew: float = DEFAULT_MAX_SKEW_NS / 1e9,
+    generators: Mapping[str, IdSourceOrFactory] | None = None,
 ) -> None:
     """Say where ``id_column`` generators get their node, which user layouts exist, and the skew.
 
@@ -171,7 +189,9 @@ def configure(
     or a factory called with each layout (needed for fixed nodes such as ``StaticNode``, which
     serve one generator each). Without one, the node comes from the environment
     (``IDFIELDS_NODE_ID``) or development mode (``default_source``). ``max_skew`` is how many
-    seconds a generator may run ahead of a clock that stepped back. Calling this again closes
+    seconds a generator may run ahead of a clock that stepped back. ``generators`` maps layout
+    names to another ID source (or a factory of one) used instead of the in-process generator:
+    ``{"snowflake": RedisIdClient([...])}``. Calling this again closes
     the generators made so far, releasing their leases; the next ID uses the new settings.
     """
     if isinstance(max_skew, bool) or not isinstance(max_skew, int | float) or max_skew < 0:
@@ -185,10 +205,10 @@ def configure(
     for name, layout in named.items():
         if not isinstance(layout, Layout):
             raise TypeError(f"layouts[{name!r}] is {layout!r}, not an idfields Layout")
-    _registry.configure(_Config(source, named, round(max_skew * 1e9)))
+    _registry.configure(_Config(source, named, round(max_skew * 1e9), dict(generators or {})))
 
 
-def get_generator(layout: str | Layout = "snowflake") -> IdGenerator:
+def get_generator(layout: str | Layout = "snowflake") -> IdSource:
     """The generator ``id_column(layout)`` uses in this process (made now if needed)."""
     return _registry.generator(layout)
 

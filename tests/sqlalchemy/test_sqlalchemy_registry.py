@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from idfields.errors import NodeError
+from idfields.generators import make_generator
+from idfields.hostshared import HostSharedGenerator
 from idfields.layouts import Layout, Node, Sequence, Timestamp, get_layout
 from idfields.nodes import StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_default
@@ -48,3 +52,16 @@ def test_user_layouts_and_bad_configuration() -> None:
         configure(max_skew=-1)
     with pytest.raises(TypeError, match="NodeSource"):
         configure(source=17)  # type: ignore[arg-type]
+
+
+def test_another_id_source_behind_id_column(tmp_path: Path) -> None:
+    shared = HostSharedGenerator("snowflake", node=6, path=tmp_path / "ids.state")
+    default = id_default("snowflake")
+    configure(generators={"snowflake": shared})
+    ids = [default() for _ in range(100)]
+    assert get_generator("snowflake") is shared
+    assert {get_layout("snowflake").decode(value).values["node"] for value in ids} == {6}
+    assert ids == sorted(ids) and len(set(ids)) == 100
+    configure(generators={"snowflake": lambda: make_generator("traceid", node=1)})
+    with pytest.raises(TypeError, match="not an ID source of layout 'snowflake'"):
+        default()
