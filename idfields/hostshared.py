@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from idfields.errors import ClockMovedBackwards, LayoutExhausted, NodeError, ValueOutOfRange
+from idfields.generators.base import check_take_count
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import EnvironmentNode, validate_values
 
@@ -43,7 +44,6 @@ _PAIR = struct.Struct("<Qq")
 _BOTH = struct.Struct("<QqQQqQ")
 _SLOTS = (_HEADER.size, _HEADER.size + _SLOT.size)
 FILE_SIZE = _HEADER.size + 2 * _SLOT.size
-MAX_TAKE = 10_000_000
 DEFAULT_MAX_SKEW_NS = 1_000_000_000
 
 _open_generators: weakref.WeakSet[HostSharedGenerator] = weakref.WeakSet()
@@ -147,8 +147,7 @@ class HostSharedGenerator:
     def take(self, count: int) -> list[int]:
         """``count`` increasing IDs, reserved under one lock (they may run ahead of the clock up
         to ``max_skew``, in as many rounds as that takes)."""
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TAKE:
-            raise ValueOutOfRange(f"take() needs a count in 0..{MAX_TAKE}, got {count!r}")
+        count = check_take_count(count)
         ids: list[int] = []
         while len(ids) < count:
             with self._lock:

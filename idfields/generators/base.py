@@ -17,6 +17,13 @@ MAX_TAKE = 10_000_000
 live_generators: weakref.WeakSet[IdGenerator] = weakref.WeakSet()
 
 
+def check_take_count(count: object) -> int:
+    """The argument of every ``take()``: a whole number of IDs in 0..MAX_TAKE."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TAKE:
+        raise ValueOutOfRange(f"take() needs a count in 0..{MAX_TAKE}, got {count!r}")
+    return count
+
+
 @runtime_checkable
 class IdSource(Protocol):
     """What the ORM layers need from an ID maker: ``source()``, ``source.take(n)``, its layout.
@@ -85,8 +92,7 @@ class IdGenerator:
 
     def take(self, count: int) -> list[int]:
         """Reserve ``count`` IDs at once, in increasing order, at the layout's full capacity."""
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TAKE:
-            raise ValueOutOfRange(f"take() needs a count in 0..{MAX_TAKE}, got {count!r}")
+        count = check_take_count(count)
         ids: list[int] = []
         step = self._step
         with self._lock:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from idfields.errors import IdFieldsError, LayoutExhausted, NodeError, ValueOutOfRange
+from idfields.generators.base import check_take_count
 from idfields.layouts import Layout, get_layout
 from idfields.redisid.script import (
     EXHAUSTED,
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from redis.commands.core import Script
 
 DEFAULT_ATTEMPTS = 5
-MAX_TAKE = 10_000_000
 
 
 class RedisIdError(IdFieldsError, RuntimeError):
@@ -146,8 +146,7 @@ class RedisIdClient:
 
     def take(self, count: int) -> list[int]:
         """``count`` IDs in increasing order, one round trip per tick's worth."""
-        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TAKE:
-            raise ValueOutOfRange(f"take() needs a count in 0..{MAX_TAKE}, got {count!r}")
+        count = check_take_count(count)
         ids: list[int] = []
         per_tick = self.layout.ids_per_tick
         batches = 0

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from coordination_dbapi import SCHEMA, DbApiDatabase
+from dbapi_database import SCHEMA, DbApiDatabase
 
 
 def _with_tables(database: DbApiDatabase) -> DbApiDatabase:

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-from coordination_dbapi import SCHEMA, DbApiDatabase
 from coordination_procs import run_together
+from dbapi_database import SCHEMA, DbApiDatabase
 
 from idfields import (
     Layout,

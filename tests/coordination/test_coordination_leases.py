@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coordination_dbapi import DbApiDatabase
 from coordination_procs import CONTEXT, gate_of, run_together
+from dbapi_database import DbApiDatabase
 
 from idfields import Layout, Node, NodeError, Sequence, Timestamp, make_generator
 from idfields.coordination import LeaseSource, list_leases

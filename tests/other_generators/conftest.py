@@ -7,7 +7,8 @@ from pathlib import Path
 
 import databases
 import pytest
-from othergen_support import REDIS_SERVER, PgDatabase, RedisServer
+from dbapi_database import DbApiDatabase
+from othergen_support import REDIS_SERVER, RedisServer
 
 COUNTER_TABLE = (
     "CREATE TABLE idfields_counter (name VARCHAR(100) PRIMARY KEY, value BIGINT NOT NULL)"
@@ -39,9 +40,9 @@ def own_postgres_url(postgres_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def counter_db(own_postgres_url: str) -> Iterator[PgDatabase]:
+def counter_db(own_postgres_url: str) -> Iterator[DbApiDatabase]:
     """``idfields_counter`` in that database, as the coordinator of run ids."""
-    database = PgDatabase(own_postgres_url)
+    database = DbApiDatabase("postgresql", own_postgres_url)
     database.execute(COUNTER_TABLE)
     yield database
     database.close()

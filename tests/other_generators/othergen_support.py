@@ -4,22 +4,16 @@ coordination protocol over psycopg, and forked worker processes."""
 from __future__ import annotations
 
 import multiprocessing
-import os
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import redis
-from databases import DbUrl
-
-from idfields.coordination import Result
 
 FORK = multiprocessing.get_context("fork")
 REDIS_SERVER = shutil.which("redis-server")
@@ -83,44 +77,6 @@ class RedisServer:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
-
-
-class PgDatabase:
-    """``idfields.coordination.Database`` over one autocommit psycopg connection per process."""
-
-    vendor = "postgresql"
-
-    def __init__(self, url: str) -> None:
-        self._kwargs = DbUrl.parse(url).psycopg_kwargs()
-        self._pid = -1
-        self._conn: psycopg.Connection[Any] | None = None
-
-    def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None or self._pid != os.getpid():  # never the parent's socket
-            self._conn = psycopg.connect(**self._kwargs, autocommit=True)
-            self._pid = os.getpid()
-        return self._conn
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
-        with self._connection().cursor() as cursor:
-            cursor.execute(sql.encode(), tuple(params))
-            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
-            return Result(rows, cursor.rowcount)
-
-    @contextmanager
-    def atomic(self) -> Iterator[None]:
-        self.execute("BEGIN")
-        try:
-            yield
-        except BaseException:
-            self.execute("ROLLBACK")
-            raise
-        self.execute("COMMIT")
-
-    def close(self) -> None:
-        if self._conn is not None and self._pid == os.getpid():
-            self._conn.close()
-        self._conn = None
 
 
 def run_processes(count: int, target: Callable[..., Any], *args: Any) -> list[Any]:

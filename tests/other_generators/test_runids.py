@@ -5,7 +5,8 @@ from __future__ import annotations
 import secrets
 
 import pytest
-from othergen_support import PgDatabase, run_processes
+from dbapi_database import DbApiDatabase
+from othergen_support import run_processes
 
 from idfields import Constant, Layout, Node, Sequence, get_layout, make_generator
 from idfields.coordination import counter_value
@@ -25,13 +26,13 @@ def _narrow(run_bits: int = 30) -> Layout:
     )
 
 
-def _issue(index: int, database: PgDatabase, layout: Layout, count: int) -> list[int]:
+def _issue(index: int, database: DbApiDatabase, layout: Layout, count: int) -> list[int]:
     generator = make_generator(layout, RunIdSource(database))
     return [generator() for _ in range(count)]
 
 
 @pytest.mark.slow
-def test_two_processes_exhaust_their_runs_many_times(counter_db: PgDatabase) -> None:
+def test_two_processes_exhaust_their_runs_many_times(counter_db: DbApiDatabase) -> None:
     layout = _narrow()
     first, second = run_processes(2, _issue, counter_db, layout, 200)  # 25 runs each
     everything = first + second
@@ -42,7 +43,7 @@ def test_two_processes_exhaust_their_runs_many_times(counter_db: PgDatabase) -> 
     assert counter_value(counter_db, counter_name(layout)) == 50
 
 
-def test_the_runid_layout_takes_its_run_from_the_counter(counter_db: PgDatabase) -> None:
+def test_the_runid_layout_takes_its_run_from_the_counter(counter_db: DbApiDatabase) -> None:
     source = RunIdSource(counter_db)
     taken = counter_value(counter_db, "run:runid")
     generator = make_generator("runid", source)
@@ -51,7 +52,7 @@ def test_the_runid_layout_takes_its_run_from_the_counter(counter_db: PgDatabase)
     assert generator.layout.decode(value).values == {"version": 0, "run": taken + 1, "sequence": 0}
 
 
-def test_the_run_ids_run_out_with_a_clear_error(counter_db: PgDatabase) -> None:
+def test_the_run_ids_run_out_with_a_clear_error(counter_db: DbApiDatabase) -> None:
     layout = _narrow(run_bits=2)  # runs 1..3
     generator = make_generator(layout, RunIdSource(counter_db))
     assert len(set(generator.take(24))) == 24
@@ -59,6 +60,6 @@ def test_the_run_ids_run_out_with_a_clear_error(counter_db: PgDatabase) -> None:
         generator()
 
 
-def test_a_layout_with_a_clock_is_refused(counter_db: PgDatabase) -> None:
+def test_a_layout_with_a_clock_is_refused(counter_db: DbApiDatabase) -> None:
     with pytest.raises(NodeError, match="without a timestamp"):
         RunIdSource(counter_db).acquire(get_layout("snowflake"))
