@@ -16,7 +16,7 @@ demo: $(VENV)/.installed-dev
 	$(VENV)/bin/idfields $(DEMO_ARGS)
 
 bench: $(VENV)/.installed-bench
-	$(PYTHON) -m benchmarks
+	$(PYTHON) -m benchmarks --out bench-out
 
 $(PYTHON):
 	python3 -m venv $(VENV)

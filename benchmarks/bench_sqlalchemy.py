@@ -15,7 +15,6 @@ and ``IDFIELDS_TEST_MYSQL_URL`` (the test defaults otherwise); tables are create
 
 from __future__ import annotations
 
-import os
 import statistics
 import time
 
@@ -24,15 +23,10 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
+from benchmarks.servers import SERVERS, sqlalchemy_url
 from idfields.nodes import StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_column
 
-SERVERS = {
-    "postgresql": ("IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"),
-    "mysql": ("IDFIELDS_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test"),
-}
-DRIVERS = {"postgresql": "postgresql+psycopg", "postgres": "postgresql+psycopg"}
-DRIVERS |= {"mysql": "mysql+pymysql", "mariadb": "mysql+pymysql"}
 BASELINE = {"postgresql": "Identity() BIGINT", "mysql": "AUTO_INCREMENT BIGINT"}
 
 
@@ -54,13 +48,6 @@ class AutoIncrement(Base):
     amount: Mapped[int] = mapped_column(sa.Integer)
 
 
-def _url(vendor: str) -> str:
-    env, default = SERVERS[vendor]
-    raw = os.environ.get(env, default)
-    scheme, rest = raw.split("://", 1)
-    return f"{DRIVERS.get(scheme, scheme)}://{rest}"
-
-
 def _seconds(
     engine: sa.Engine, model: type[Base], rows: list[dict[str, object]]
 ) -> tuple[float, float]:
@@ -77,7 +64,7 @@ def _seconds(
 
 
 def _vendor_rows(vendor: str, count: int, repeats: int) -> list[Row]:
-    engine = sa.create_engine(_url(vendor))
+    engine = sa.create_engine(sqlalchemy_url(vendor))
     try:
         Base.metadata.drop_all(engine)
         Base.metadata.create_all(engine)
