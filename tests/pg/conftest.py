@@ -1,12 +1,16 @@
-"""A database with the idfields tables and SQL functions installed, reached with psycopg."""
+"""A database with the idfields tables and SQL functions installed, reached with psycopg; and
+empty databases for the tests that install or drop the functions themselves."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import secrets
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import psycopg
 import pytest
 from databases import DbUrl
+from psycopg import sql as pgsql
 
 from idfields import sql
 
@@ -22,6 +26,8 @@ CREATE TABLE IF NOT EXISTS public.idfields_counter (
     name varchar(100) PRIMARY KEY, value bigint NOT NULL);
 """
 
+Connect = Callable[..., "psycopg.Connection[tuple[Any, ...]]"]
+
 
 @pytest.fixture(scope="session")
 def pg_kwargs(postgres_url: str) -> dict[str, object]:
@@ -33,10 +39,10 @@ def pg_kwargs(postgres_url: str) -> dict[str, object]:
 
 
 @pytest.fixture
-def connect(pg_kwargs: dict[str, object]) -> Iterator[object]:
-    opened: list[psycopg.Connection[tuple[object, ...]]] = []
+def connect(pg_kwargs: dict[str, object]) -> Iterator[Connect]:
+    opened: list[psycopg.Connection[tuple[Any, ...]]] = []
 
-    def _connect(**extra: object) -> psycopg.Connection[tuple[object, ...]]:
+    def _connect(**extra: object) -> psycopg.Connection[tuple[Any, ...]]:
         conn = psycopg.connect(**{**pg_kwargs, "autocommit": True, **extra})
         opened.append(conn)
         return conn
@@ -44,3 +50,20 @@ def connect(pg_kwargs: dict[str, object]) -> Iterator[object]:
     yield _connect
     for conn in opened:
         conn.close()
+
+
+@pytest.fixture
+def empty_database(postgres_url: str) -> Iterator[DbUrl]:
+    """A new, empty database on the test server (dropped afterwards): installing or dropping
+    the functions there cannot disturb the tests sharing the session database."""
+    server = DbUrl.parse(postgres_url)
+    name = f"idfields_ops_{secrets.token_hex(4)}"
+    with psycopg.connect(**server.psycopg_kwargs(), autocommit=True) as admin:
+        admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+    try:
+        yield server.with_database(name)
+    finally:
+        with psycopg.connect(**server.psycopg_kwargs(), autocommit=True) as admin:
+            admin.execute(
+                pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name))
+            )

@@ -61,9 +61,15 @@ class DropIdFunctionsOp(MigrateOperation):
 
 
 def _execute(operations: Operations, script: str) -> None:
-    if operations.get_context().dialect.name != "postgresql":
+    context = operations.get_context()
+    if context.dialect.name != "postgresql":
         return
-    # text() would read ":name" as a bind parameter; escape colons for the offline renderer.
+    if context.as_sql:
+        # Offline: the file verbatim. Compiling it would double its percent signs under the
+        # driver's pyformat paramstyle (format('%I') would then read '%%I').
+        context.impl.static_output(script.rstrip() + "\n")
+        return
+    # text() would read ":name" as a bind parameter: escape the colons (casts, strings).
     operations.execute(text(script.replace(":", r"\:")))
 
 

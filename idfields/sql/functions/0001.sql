@@ -16,24 +16,32 @@
 -- A backend idle past its lease may lose the row to an app process; its next call sees the
 -- holder changed and claims another node.
 --
--- WHY THE STATE IS A SETTING. The hot state (node, how far it may issue) is a custom setting
--- (set_config, not local). Settings are transactional like the lease row they describe: if the
--- (sub)transaction that wrote the row rolls back, the setting rolls back with it, so a backend
--- never issues on a claim whose row write was undone. The issued position lives in a temporary
--- sequence (pg_temp.idfields_<layout>), which a rollback does not rewind, so a backend's IDs
--- keep increasing. No row lock is taken per ID; the lease row is locked only by its holder's
--- own renewal (once a second while issuing), which no other writer waits on.
+-- HOT PATH AND STATE. Each backend keeps its position in a temporary sequence
+-- (pg_temp.idfields_<layout>) whose value is the last ID itself; a rollback does not rewind a
+-- sequence, so a backend's IDs keep increasing. next_snowflake() and next_traceid() are plain
+-- SQL expressions that PostgreSQL inlines into the calling statement: nextval(), one clock
+-- read, and a bit test that the value lies in the tick the slow path validated, is not behind
+-- the clock and has not used up its sequence bits; then lastval() returns it. Anything else
+-- (a new tick, a used-up tick, the first call of a transaction) goes to the PL/pgSQL slow path,
+-- about once a millisecond while inserting. The sequence is found through the setting
+-- 'idfields.<layout>', set transaction-locally by the slow path: every transaction starts on the
+-- slow path, which checks the lease as the (sub)transactions that committed left it. The claim
+-- ('idfields.<layout>_lease') is a session setting, transactional like the lease row it
+-- describes: a rolled-back claim or renewal is forgotten with the row write, so no ID is issued
+-- on it once its transaction is gone. No row lock is taken per ID; the lease row is written
+-- only by its holder's own renewal (once a second while issuing), which no other writer waits
+-- on. IDs returned inside a transaction that renewed the lease and then rolled back are covered
+-- only by the lease the row had before; rows inserted there are rolled back with it.
 --
 -- CLOCK. clock_timestamp(), never now(): one statement may span many milliseconds. When the
 -- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
 -- to 1 s ahead of the clock; further than that raises (SQLSTATE 22008) instead of repeating.
--- next_snowflake() is next_snowflake_at(<now>) with the clock read inline: tests pass their own
--- clock to the same code, production pays no extra setting read.
+-- next_<layout>_at(now_tick) is the same expression with the clock given, a test hook.
 --
 -- DECIMALID. next_decimalid() uses the latest launch (public.idfields_launch) and takes a fresh
 -- generator_id from public.idfields_counter 'generator:<launch>', the counter the app uses, so
 -- no generator id is ever shared. That counter row stays locked until the claiming transaction
--- ends (once per backend per 922,337,202 IDs).
+-- ends (once per backend per 922,337,201 IDs). Its hot path is inlined SQL as well.
 --
 -- GRANTS a role needs (functions run as the caller; no SECURITY DEFINER):
 --   GRANT USAGE ON SCHEMA idfields TO app;
@@ -49,7 +57,10 @@ CREATE SCHEMA IF NOT EXISTS idfields;
 -- The advisory-lock class of a layout's leases: 31 bits of md5, stable across versions.
 CREATE OR REPLACE FUNCTION idfields.lease_lock_key(layout text) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$ SELECT (('x' || pg_catalog.substr(pg_catalog.md5('idfields_node_lease:' || layout), 1, 8))::bit(32)::integer) & 2147483647 $$;
+AS $$
+    SELECT (('x' || pg_catalog.substr(pg_catalog.md5('idfields_node_lease:' || layout), 1, 8))
+        ::bit(32)::integer) & 2147483647
+$$;
 
 -- This backend's holder string: unique among all backends ever (pid + start time).
 CREATE OR REPLACE FUNCTION idfields.backend_holder() RETURNS text
@@ -64,121 +75,69 @@ $$;
 -- Unix milliseconds of clock_timestamp(), with integer rounding (no float floor error).
 CREATE OR REPLACE FUNCTION idfields.clock_ms() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$ SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000 $$;
+AS $$
+    SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000
+$$;
 
--- The slow path of the time-based generators: claim or renew a node, or refuse a clock that
--- is too far behind. Called by the hot functions with their layout's constants; returns the ID.
--- state setting 'idfields.<layout>' = node * 2^42 + last tick the hot path may issue;
--- 'idfields.<layout>_lease' = 'node:acquired_at_ms:expires_at_ms' of the current claim.
+-- The slow path of the time-based generators, called by the hot functions with their layout's
+-- constants when the hot path cannot issue: first call of a transaction, a new tick, a tick's
+-- sequence used up. It claims or renews a node, refuses a clock that is too far behind, picks
+-- the tick, points the temporary sequence at it and returns that tick's first ID.
+-- 'idfields.<layout>' (transaction-local) = OID of pg_temp.idfields_<layout>: the hot path's
+-- switch; 'idfields.<layout>_lease' (session) = 'node:acquired_at_ms:expires_at_ms' of the claim.
 CREATE OR REPLACE FUNCTION idfields.time_slow_path(
     layout text, now_tick bigint, epoch_ms bigint, unit_ms bigint, ts_bits integer,
     wraps boolean, node_bits integer, seq_bits integer, seq_min bigint, max_ahead bigint,
-    lease_ms bigint, pos bigint, pos_node_bits integer
+    lease_ms bigint
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
-    seq text := 'pg_temp.idfields_' || layout;
-    key integer := idfields.lease_lock_key(layout);
-    me text := idfields.backend_holder();
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
     lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
+    key integer;
     now_ms bigint := epoch_ms + now_tick * unit_ms;
-    pshift integer := pos_node_bits + seq_bits;
+    period bigint := 1::bigint << ts_bits;
     seq_mask bigint := (1::bigint << seq_bits) - 1;
+    me text;
+    pos bigint;
+    pos_tick bigint;
     claimed integer;
-    previous integer;
     acquired bigint;
     promise bigint;
-    fence bigint := -1;
-    same boolean;
+    continues boolean;
     tick bigint;
-    limit_tick bigint;
     cand record;
 BEGIN
-    PERFORM pg_catalog.set_config('idfields.' || layout, '', false);  -- hot path off until done
-    IF pg_catalog.to_regclass(seq) IS NULL THEN
-        EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE 0',
+    IF seq IS NULL THEN
+        EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
             'idfields_' || layout);
-        pos := NULL;
+        seq := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
     END IF;
-    pos := COALESCE(pos, pg_catalog.nextval(seq::regclass));
-    promise := GREATEST(now_ms, epoch_ms + ((pos >> pshift) + 2) * unit_ms) + lease_ms;
-    IF lease IS NOT NULL AND lease <> '' THEN  -- renew our claim if the row is still ours
+    -- The sequence holds this backend's last ID (or a later, unissued value): a fresh value
+    -- tells where to go on, the one before it is the last tick used. That tick is unwrapped
+    -- against the clock (ahead by max_ahead + 1 at most, else behind).
+    pos := pg_catalog.nextval(seq);
+    IF pos < 0 THEN  -- a new sequence: nothing issued yet
+        pos_tick := now_tick - 1;
+    ELSE
+        pos_tick := (pos - 1) >> (node_bits + seq_bits);
+    END IF;
+    IF wraps AND pos >= 0 THEN
+        pos_tick := ((pos_tick - now_tick) % period + period) % period;
+        pos_tick := now_tick + pos_tick - CASE WHEN pos_tick > max_ahead + 1 THEN period ELSE 0 END;
+    END IF;
+    IF lease IS NOT NULL AND lease <> '' THEN
         claimed := pg_catalog.split_part(lease, ':', 1)::integer;
-        previous := claimed;
         acquired := pg_catalog.split_part(lease, ':', 2)::bigint;
-        UPDATE public.idfields_node_lease AS l SET expires_at_ms = promise
-        WHERE l.layout = time_slow_path.layout AND l.node = claimed
-          AND l.holder = me AND l.acquired_at_ms = acquired;
-        IF NOT FOUND THEN  -- an app process took the lapsed row: claim another node
-            PERFORM pg_catalog.pg_advisory_unlock(key, claimed);
-            claimed := NULL;
-        END IF;
+        promise := pg_catalog.split_part(lease, ':', 3)::bigint;
     END IF;
-    IF claimed IS NULL THEN
-        -- Locks this backend still holds from claims that were rolled back: let them go.
-        FOR cand IN SELECT l.objid::integer AS node FROM pg_catalog.pg_locks AS l
-            WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
-              AND l.classid = key::oid AND l.objsubid = 2 AND l.database = (
-                  SELECT d.oid FROM pg_catalog.pg_database AS d
-                  WHERE d.datname = pg_catalog.current_database())
-        LOOP
-            WHILE pg_catalog.pg_advisory_unlock(key, cand.node) LOOP END LOOP;
-        END LOOP;
-        acquired := now_ms;
-        -- Lapsed rows first (oldest first), then node numbers never used.
-        FOR cand IN SELECT l.node, l.expires_at_ms FROM public.idfields_node_lease AS l
-            WHERE l.layout = time_slow_path.layout AND l.expires_at_ms < now_ms
-              AND l.node BETWEEN 0 AND (1 << node_bits) - 1
-            ORDER BY l.expires_at_ms
-        LOOP
-            CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-            UPDATE public.idfields_node_lease AS l
-            SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
-            WHERE l.layout = time_slow_path.layout AND l.node = cand.node
-              AND l.expires_at_ms = cand.expires_at_ms;
-            IF FOUND THEN
-                claimed := cand.node;
-                fence := cand.expires_at_ms;
-                EXIT;
-            END IF;
-            PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-        END LOOP;
-        IF claimed IS NULL THEN
-            FOR cand IN SELECT g.n AS node
-                FROM pg_catalog.generate_series(0, (1 << node_bits) - 1) AS g(n)
-                WHERE NOT EXISTS (SELECT FROM public.idfields_node_lease AS l
-                                  WHERE l.layout = time_slow_path.layout AND l.node = g.n)
-            LOOP
-                CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                INSERT INTO public.idfields_node_lease
-                    (layout, node, holder, acquired_at_ms, expires_at_ms)
-                VALUES (time_slow_path.layout, cand.node, me, acquired, promise)
-                ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
-                IF FOUND THEN
-                    claimed := cand.node;
-                    EXIT;
-                END IF;
-                PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-            END LOOP;
-        END IF;
-        IF claimed IS NULL THEN
-            RAISE EXCEPTION 'idfields: no free % node: all % are held by live leases',
-                layout, 1 << node_bits
-                USING ERRCODE = '53400',
-                HINT = 'Every node of the layout is leased (see public.idfields_node_lease). '
-                       'Use fewer connections that generate IDs, wait for dead holders'' '
-                       'leases to lapse, or choose a layout with more node bits.';
-        END IF;
-    END IF;
-    PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
-        claimed || ':' || acquired || ':' || promise, false);
-    -- Continue the current tick if nothing changed, else start a later one: after our own last
-    -- ID, after the previous holder's promise, not before now, and not too far ahead of now.
-    same := previous IS NOT DISTINCT FROM claimed AND (pos & seq_mask) >= seq_min
-        AND (pos_node_bits = 0 OR (pos >> seq_bits) & ((1 << pos_node_bits) - 1) = claimed);
-    tick := GREATEST(now_tick, (pos >> pshift) + CASE WHEN same THEN 0 ELSE 1 END,
-        (fence - epoch_ms) / unit_ms + 1);
+    -- Go on in the sequence's tick while its node is ours and the tick is not used up (a carry
+    -- out of the sequence bits changes the node bits and leaves the sequence bits at 0; the
+    -- slow path sets them to seq_min, so a continuation is above it).
+    continues := pos > 0 AND (pos >> seq_bits) & ((1 << node_bits) - 1) = claimed
+        AND pos & seq_mask > seq_min;
+    tick := GREATEST(now_tick, pos_tick + CASE WHEN continues THEN 0 ELSE 1 END);
     IF tick > now_tick + max_ahead THEN
         RAISE EXCEPTION 'idfields: the clock is % ms behind the last % ID of this backend',
             (tick - now_tick) * unit_ms, layout
@@ -186,92 +145,215 @@ BEGIN
             HINT = 'The server clock stepped back further than idfields carries forward (1 s). '
                    'Wait for it to catch up; IDs resume by themselves, none is repeated.';
     END IF;
-    IF NOT same OR tick > pos >> pshift THEN
-        pos := pg_catalog.setval(seq::regclass, (tick << pshift) + seq_min
-            + CASE WHEN pos_node_bits > 0 THEN claimed::bigint << seq_bits ELSE 0 END);
-    END IF;
-    -- The hot path may issue while the whole tick lies inside the promise, minus half a lease.
-    limit_tick := (promise - lease_ms / 2 - epoch_ms + 1) / unit_ms - 1;
-    PERFORM pg_catalog.set_config('idfields.' || layout, (CASE WHEN pos_node_bits > 0
-        THEN (limit_tick << pshift) | (claimed::bigint << seq_bits) | seq_mask
-        ELSE (claimed::bigint << 42) + limit_tick END)::text, false);
-    IF wraps THEN
-        tick := tick % (1::bigint << ts_bits);
-    END IF;
-    RETURN (tick << (node_bits + seq_bits)) | (claimed::bigint << seq_bits) | (pos & seq_mask);
-END
-$$;
-
--- snowflake: 41-bit ms since 2024-01-01 (1704067200000) | 10-bit node | 12-bit sequence.
--- The temporary sequence holds the ID itself (this backend's node in bits 12-21); the setting
--- holds the largest ID the hot path may return. A carry out of the 12 sequence bits changes
--- the node bits, which sends the call to the slow path.
-CREATE OR REPLACE FUNCTION idfields.next_snowflake_at(now_tick bigint) RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-AS $$
-DECLARE
-    hot bigint := NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::bigint;
-    pos bigint;
-BEGIN
-    IF hot IS NOT NULL THEN
-        pos := pg_catalog.nextval('pg_temp.idfields_snowflake'::regclass);
-        IF (pos # hot) & 4190208 = 0 AND pos <= hot THEN
-            IF pos >> 22 >= now_tick THEN
-                RETURN pos;
-            ELSIF now_tick <= hot >> 22 THEN
-                RETURN pg_catalog.setval('pg_temp.idfields_snowflake'::regclass,
-                    (now_tick << 22) | (hot & 4190208));
+    -- The tick must end inside the lease with half a lease to spare: renew, or claim a node.
+    IF claimed IS NULL OR epoch_ms + (tick + 1) * unit_ms > promise - lease_ms / 2 THEN
+        me := idfields.backend_holder();
+        key := idfields.lease_lock_key(layout);
+        promise := GREATEST(now_ms, epoch_ms + (tick + 2) * unit_ms) + lease_ms;
+        IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
+            UPDATE public.idfields_node_lease AS l SET expires_at_ms = promise
+            WHERE l.layout = time_slow_path.layout AND l.node = claimed
+              AND l.holder = me AND l.acquired_at_ms = acquired;
+            IF NOT FOUND THEN  -- an app process took the lapsed row: claim another node
+                PERFORM pg_catalog.pg_advisory_unlock(key, claimed);
+                claimed := NULL;
             END IF;
         END IF;
+        IF claimed IS NULL THEN
+            continues := false;
+            tick := GREATEST(tick, pos_tick + 1);
+            -- Locks this backend still holds from claims that were rolled back: let them go
+            -- (one hold at a time, until pg_locks shows none).
+            LOOP
+                SELECT l.objid::integer AS node INTO cand FROM pg_catalog.pg_locks AS l
+                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
+                  AND l.classid = key::oid AND l.objsubid = 2 AND l.database = (
+                      SELECT d.oid FROM pg_catalog.pg_database AS d
+                      WHERE d.datname = pg_catalog.current_database())
+                LIMIT 1;
+                EXIT WHEN NOT FOUND;
+                PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+            END LOOP;
+            acquired := now_ms;
+            -- Lapsed rows first (oldest first), then node numbers never used.
+            FOR cand IN SELECT l.node, l.expires_at_ms FROM public.idfields_node_lease AS l
+                WHERE l.layout = time_slow_path.layout AND l.expires_at_ms < now_ms
+                  AND l.node BETWEEN 0 AND (1 << node_bits) - 1
+                ORDER BY l.expires_at_ms
+            LOOP
+                CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
+                UPDATE public.idfields_node_lease AS l
+                SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
+                WHERE l.layout = time_slow_path.layout AND l.node = cand.node
+                  AND l.expires_at_ms = cand.expires_at_ms;
+                IF FOUND THEN
+                    claimed := cand.node;
+                    -- Fencing: start strictly after the previous holder's promise.
+                    tick := GREATEST(tick, (cand.expires_at_ms - epoch_ms) / unit_ms + 1);
+                    EXIT;
+                END IF;
+                PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+            END LOOP;
+            IF claimed IS NULL THEN
+                FOR cand IN SELECT g.n AS node
+                    FROM pg_catalog.generate_series(0, (1 << node_bits) - 1) AS g(n)
+                    WHERE NOT EXISTS (SELECT FROM public.idfields_node_lease AS l
+                                      WHERE l.layout = time_slow_path.layout AND l.node = g.n)
+                LOOP
+                    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
+                    INSERT INTO public.idfields_node_lease
+                        (layout, node, holder, acquired_at_ms, expires_at_ms)
+                    VALUES (time_slow_path.layout, cand.node, me, acquired, promise)
+                    ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
+                    IF FOUND THEN
+                        claimed := cand.node;
+                        EXIT;
+                    END IF;
+                    PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+                END LOOP;
+            END IF;
+            IF claimed IS NULL THEN
+                RAISE EXCEPTION 'idfields: no free % node: all % are held by live leases',
+                    layout, 1 << node_bits
+                    USING ERRCODE = '53400',
+                    HINT = 'Every node of the layout is leased (see public.idfields_node_lease). '
+                           'Use fewer connections that generate IDs, wait for dead holders'' '
+                           'leases to lapse, or choose a layout with more node bits.';
+            END IF;
+        END IF;
+        PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
+            claimed || ':' || acquired || ':' || promise, false);
     END IF;
-    RETURN idfields.time_slow_path('snowflake', now_tick, 1704067200000, 1, 41, false, 10, 12, 0,
-        1000, 2000, pos, 10);
+    PERFORM pg_catalog.set_config('idfields.' || layout, seq::oid::text, true);
+    -- The last tick the hot path may move to by itself: it ends half a lease before the lease.
+    PERFORM pg_catalog.set_config('idfields.' || layout || '_limit',
+        ((promise - lease_ms / 2 - epoch_ms) / unit_ms - 1)::text, true);
+    IF continues AND tick = pos_tick THEN
+        RETURN pos;
+    END IF;
+    RETURN pg_catalog.setval(seq, ((CASE WHEN wraps THEN tick % period ELSE tick END)
+        << (node_bits + seq_bits)) | (claimed::bigint << seq_bits) | seq_min);
 END
 $$;
 
+-- The hot paths below are plain SQL expressions that PostgreSQL inlines into the calling
+-- statement (about as cheap as the nextval() of an IDENTITY column): the next value of this
+-- backend's temporary sequence, which holds the ID itself, is returned while it lies in the
+-- tick the slow path validated, that tick is not behind the clock, and its sequence bits are
+-- not used up. The sequence is found through a transaction-local setting, so the first call of
+-- every transaction (and every rolled-back claim) goes through the slow path.
+--
+-- snowflake: 41-bit ms since 2024-01-01 (1704067200000) | 10-bit node | 12-bit sequence.
+-- d = id - (now << 22) keeps its sign bit (tick behind the clock) and its sequence bits under
+-- the mask -9223372036854771713 = sign | 4095: positive exactly when the ID may be returned.
+-- A new millisecond is the common way out (about every thousand IDs, every few dozen when
+-- eight sessions share two cores): while the clock stays inside the window the slow path
+-- validated ('idfields.snowflake_limit', transaction-local) and the last value did not carry out
+-- of its sequence bits (so bits 12-21 are this backend's node), the expression moves the
+-- sequence to the new tick itself. The clock is read again for the new ID (never below the
+-- last tick + 1, should it step back in between), so it may lie one tick past the window; the
+-- window ends half a lease (1 s) before the lease does.
+CREATE OR REPLACE FUNCTION idfields.next_snowflake_at(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$
+    SELECT CASE
+        WHEN (pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass) - (now_tick << 22))
+            & -9223372036854771713 > 0
+        THEN pg_catalog.lastval()
+        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
+        -- nextval() above ran).
+        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting(
+                'idfields.snowflake_limit', true), '')::bigint
+            THEN pg_catalog.lastval() & 4095 <> 0 END
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass,
+            (GREATEST(now_tick, (pg_catalog.lastval() >> 22) + 1) << 22)
+            | (pg_catalog.lastval() & 4190208))
+        ELSE idfields.time_slow_path('snowflake', now_tick, 1704067200000, 1, 41, false, 10,
+            12, 0, 1000, 2000)
+    END
+$$;
+
+-- The same expression with the clock read inline (an argument used twice would block inlining).
 CREATE OR REPLACE FUNCTION idfields.next_snowflake() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$ SELECT idfields.next_snowflake_at(idfields.clock_ms() - 1704067200000) $$;
-
--- traceid: 25-bit unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1.
--- now_tick is unwrapped unix seconds; the ID carries it modulo 2^25.
-CREATE OR REPLACE FUNCTION idfields.next_traceid_at(now_tick bigint) RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
-DECLARE
-    hot bigint := NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::bigint;
-    pos bigint;
-BEGIN
-    IF hot IS NOT NULL THEN
-        pos := pg_catalog.nextval('pg_temp.idfields_traceid'::regclass);
-        IF pos & 4194303 <> 0 AND pos >> 22 <= (hot & 4398046511103) THEN
-            IF pos >> 22 < now_tick AND now_tick <= (hot & 4398046511103) THEN
-                pos := pg_catalog.setval('pg_temp.idfields_traceid'::regclass, (now_tick << 22) + 1);
-            END IF;
-            IF pos >> 22 >= now_tick THEN
-                RETURN (((pos >> 22) & 33554431) << 38) | ((hot >> 42) << 22) | (pos & 4194303);
-            END IF;
-        END IF;
-    END IF;
-    RETURN idfields.time_slow_path('traceid', now_tick, 0, 1000, 25, true, 16, 22, 1, 1, 5000,
-        pos, 0);
-END
+    SELECT CASE
+        WHEN (pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass)
+            - ((idfields.clock_ms() - 1704067200000) << 22)) & -9223372036854771713 > 0
+        THEN pg_catalog.lastval()
+        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
+        -- nextval() above ran).
+        WHEN CASE WHEN (idfields.clock_ms() - 1704067200000) <= NULLIF(
+                pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
+            THEN pg_catalog.lastval() & 4095 <> 0 END
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass,
+            (GREATEST(idfields.clock_ms() - 1704067200000, (pg_catalog.lastval() >> 22) + 1)
+                << 22)
+            | (pg_catalog.lastval() & 4190208))
+        ELSE idfields.time_slow_path('snowflake', idfields.clock_ms() - 1704067200000,
+            1704067200000, 1, 41, false, 10, 12, 0, 1000, 2000)
+    END
+$$;
+
+-- traceid: 25-bit unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1; now_tick is
+-- unwrapped unix seconds. e = id - ((now mod 2^25) << 38) masked with bits 39-62 and 0-21
+-- (9223371487103156223) lies in 1..4194303 exactly when the ID's tick is now or now + 1
+-- (mod 2^25) and its counter is not used up.
+CREATE OR REPLACE FUNCTION idfields.next_traceid_at(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$
+    SELECT CASE WHEN ((((pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
+            'idfields.traceid', true), '')::oid::regclass) - ((now_tick & 33554431) << 38))
+            & 9223371487103156223) - 1) & -4194304) = 0
+        THEN pg_catalog.lastval()
+        ELSE idfields.time_slow_path('traceid', now_tick, 0, 1000, 25, true, 16, 22, 1, 1, 5000)
+    END
 $$;
 
 CREATE OR REPLACE FUNCTION idfields.next_traceid() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$ SELECT idfields.next_traceid_at(idfields.clock_ms() / 1000) $$;
+AS $$
+    SELECT CASE WHEN ((((pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
+            'idfields.traceid', true), '')::oid::regclass)
+            - (((idfields.clock_ms() / 1000) & 33554431) << 38))
+            & 9223371487103156223) - 1) & -4194304) = 0
+        THEN pg_catalog.lastval()
+        ELSE idfields.time_slow_path('traceid', idfields.clock_ms() / 1000, 0, 1000, 25, true,
+            16, 22, 1, 1, 5000)
+    END
+$$;
 
 -- decimal: counter * 10^10 + generator_id * 10^5 + launch_id; counter 1..922337202.
--- state setting 'idfields.decimalid' = generator_id * 10^5 + launch_id.
+-- The temporary sequence steps by 10^10 and holds the ID itself. 'idfields.decimalid'
+-- (transaction-local) = its OID; 'idfields.decimalid_generator' (session, so a rolled-back
+-- claim is forgotten with it) = generator_id * 10^5 + launch_id of the committed claim.
 CREATE OR REPLACE FUNCTION idfields.decimalid_slow_path() RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_decimalid');
+    mine bigint := NULLIF(
+        pg_catalog.current_setting('idfields.decimalid_generator', true), '')::bigint;
+    last bigint;
     launch integer;
     generator bigint;
     counter_name text;
 BEGIN
+    IF seq IS NULL THEN
+        CREATE TEMPORARY SEQUENCE pg_temp.idfields_decimalid INCREMENT BY 10000000000 MINVALUE 0;
+        seq := pg_catalog.to_regclass('pg_temp.idfields_decimalid');
+    END IF;
+    PERFORM pg_catalog.set_config('idfields.decimalid', seq::oid::text, true);
+    last := pg_catalog.pg_sequence_last_value(seq);
+    -- Go on with our generator id while its counter lasts (up to 922337201, so the sequence
+    -- never steps past 2^63 - 1).
+    IF last % 10000000000 = mine AND last < 9223372010000000000 THEN
+        RETURN pg_catalog.nextval(seq);
+    END IF;
     SELECT max(l.id) INTO launch FROM public.idfields_launch AS l;
     IF launch IS NULL THEN
         RAISE EXCEPTION 'idfields: no launch is recorded, and DecimalId needs one'
@@ -289,30 +371,21 @@ BEGIN
             USING ERRCODE = '53400',
             HINT = 'Record a new launch (manage.py idfields_launch --label <version>).';
     END IF;
-    IF pg_catalog.to_regclass('pg_temp.idfields_decimalid') IS NULL THEN
-        CREATE TEMPORARY SEQUENCE pg_temp.idfields_decimalid MINVALUE 0;
-    END IF;
-    PERFORM pg_catalog.setval('pg_temp.idfields_decimalid'::regclass, 1, true);
-    PERFORM pg_catalog.set_config('idfields.decimalid', (generator * 100000 + launch)::text, false);
-    RETURN 1 * 10000000000 + generator * 100000 + launch;
+    PERFORM pg_catalog.set_config('idfields.decimalid_generator',
+        (generator * 100000 + launch)::text, false);
+    RETURN pg_catalog.setval(seq, 10000000000 + generator * 100000 + launch);
 END
 $$;
 
+-- Inlined like the time-based hot paths: the next ID while the counter is below 922337202.
 CREATE OR REPLACE FUNCTION idfields.next_decimalid() RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
 AS $$
-DECLARE
-    hot bigint := NULLIF(pg_catalog.current_setting('idfields.decimalid', true), '')::bigint;
-    pos bigint;
-BEGIN
-    IF hot IS NOT NULL THEN
-        pos := pg_catalog.nextval('pg_temp.idfields_decimalid'::regclass);
-        IF pos BETWEEN 1 AND 922337202 THEN
-            RETURN pos * 10000000000 + hot;
-        END IF;
-    END IF;
-    RETURN idfields.decimalid_slow_path();
-END
+    SELECT CASE WHEN pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
+            'idfields.decimalid', true), '')::oid::regclass) < 9223372020000000000
+        THEN pg_catalog.lastval()
+        ELSE idfields.decimalid_slow_path()
+    END
 $$;
 
 -- Decoders: plain SQL, inlinable. "time_ms" is unix milliseconds (Python: time_ns // 10^6).

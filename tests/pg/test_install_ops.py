@@ -1,0 +1,242 @@
+"""Installing the SQL functions: the Django operation and the Alembic operation, on PostgreSQL
+(online, and as collected/offline SQL) and as a no-op elsewhere."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from alembic import command
+from alembic.config import Config
+from databases import DbUrl
+
+from idfields import sql
+from tests.pg.conftest import TABLES
+
+APP = "idfields_tests"
+
+
+def installed(url: DbUrl) -> bool:
+    with psycopg.connect(**url.psycopg_kwargs()) as conn:
+        found = conn.execute("SELECT to_regprocedure('idfields.next_snowflake()')").fetchone()
+    return found is not None and found[0] is not None
+
+
+def generates(url: DbUrl) -> list[int]:
+    with psycopg.connect(**url.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(TABLES)
+        rows = conn.execute(
+            "SELECT idfields.next_snowflake() FROM generate_series(1, 100)"
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+# --- Django -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def django_connection(empty_database: DbUrl, django_db_blocker: Any) -> Iterator[Any]:
+    """A Django connection to the empty database, beside the test project's aliases (Django's
+    settings are the project's, tests/django_project/settings.py, through pytest-django)."""
+    from django.db.utils import ConnectionHandler
+
+    handler = ConnectionHandler(empty_database.django_databases())  # a private "default"
+    with django_db_blocker.unblock():
+        connection = handler["default"]
+        yield connection
+        connection.close()
+
+
+def run(connection: Any, operation: Any, direction: str, collect: bool = False) -> list[str]:
+    from django.db.migrations.state import ProjectState
+
+    method = getattr(operation, f"database_{direction}")
+    # atomic=False: an atomic editor would look its alias up in the project's connections.
+    with connection.schema_editor(collect_sql=collect, atomic=False) as editor:
+        method(APP, editor, ProjectState(), ProjectState())
+    return list(editor.collected_sql) if collect else []
+
+
+def test_django_install_then_reverse_drops_everything(
+    django_connection: Any, empty_database: DbUrl
+) -> None:
+    from django.db.utils import InternalError
+
+    from idfields.migrations.django import InstallIdFunctions
+
+    operation = InstallIdFunctions("0001")
+    run(django_connection, operation, "forwards")
+    ids = generates(empty_database)
+    assert ids == sorted(set(ids))
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute("CREATE TABLE uses_it (id bigint DEFAULT idfields.next_snowflake())")
+        with pytest.raises(InternalError, match="default value for column id of table uses_it"):
+            run(django_connection, operation, "backwards")  # no CASCADE past a column default
+        conn.execute("DROP TABLE uses_it")
+    run(django_connection, operation, "backwards")
+    assert not installed(empty_database)
+    with psycopg.connect(**empty_database.psycopg_kwargs()) as conn:
+        schema = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
+    assert schema == (None,)
+
+
+def test_django_upgrade_reverses_to_the_previous_version(
+    django_connection: Any, empty_database: DbUrl
+) -> None:
+    from idfields.migrations.django import InstallIdFunctions
+
+    upgrade = InstallIdFunctions(sql.LATEST, from_version=sql.available()[0])
+    assert "Upgrade" in upgrade.describe()
+    run(django_connection, upgrade, "forwards")
+    run(django_connection, upgrade, "backwards")  # restores from_version, drops nothing
+    assert installed(empty_database)
+    assert generates(empty_database)
+
+
+def test_django_collected_sql_is_the_versioned_file_and_runs(
+    django_connection: Any, empty_database: DbUrl
+) -> None:
+    from idfields.migrations.django import InstallIdFunctions
+
+    collected = run(django_connection, InstallIdFunctions("0001"), "forwards", collect=True)
+    assert not installed(empty_database)  # collecting executes nothing
+    assert len(collected) == 1 and collected[0].startswith(sql.load("0001"))
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(collected[0].encode())
+    assert generates(empty_database)
+    dropped = run(django_connection, InstallIdFunctions("0001"), "backwards", collect=True)
+    assert dropped[0].startswith(sql.load_drop("0001"))
+
+
+def test_django_operation_is_a_no_op_on_sqlite_and_where_the_router_says_no(
+    django_connection: Any,
+) -> None:
+    from django.db.utils import ConnectionHandler
+    from django.test import override_settings
+
+    from idfields.migrations.django import InstallIdFunctions
+
+    operation = InstallIdFunctions("0001")
+    sqlite = ConnectionHandler(
+        {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+    )
+    for direction in ("forwards", "backwards"):
+        assert run(sqlite["default"], operation, direction, collect=True) == []
+    with override_settings(DATABASE_ROUTERS=[f"{__name__}.NoIdfieldsRouter"]):
+        assert run(django_connection, operation, "forwards", collect=True) == []
+    assert run(django_connection, operation, "forwards", collect=True) != []
+
+
+class NoIdfieldsRouter:
+    """Keeps the test app's migrations off every database."""
+
+    def allow_migrate(self, db: str, app_label: str, **hints: object) -> bool | None:
+        return False if app_label == APP else None
+
+
+def test_django_operation_deconstructs_and_refuses_unknown_versions() -> None:
+    pytest.importorskip("django")
+    from idfields.migrations.django import InstallIdFunctions
+
+    operation = InstallIdFunctions("0001", from_version="0001")
+    path, args, kwargs = operation.deconstruct()
+    assert path == "idfields.migrations.django.InstallIdFunctions"
+    assert InstallIdFunctions(*args, **kwargs).deconstruct() == (path, args, kwargs)
+    with pytest.raises(ValueError, match="released: 0001"):
+        InstallIdFunctions("9999")
+
+
+# --- Alembic ------------------------------------------------------------------------------
+
+ENV_PY = """
+from alembic import context
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
+
+import idfields.migrations.alembic  # registers the operations
+
+url = context.config.get_main_option("sqlalchemy.url")
+if context.is_offline_mode():
+    context.configure(url=url, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    with create_engine(url, poolclass=NullPool).connect() as connection:
+        context.configure(connection=connection)
+        with context.begin_transaction():
+            context.run_migrations()
+"""
+
+MIGRATION = '''
+"""idfields functions"""
+from idfields.migrations.alembic import op
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.install_id_functions("0001")
+
+
+def downgrade() -> None:
+    op.drop_id_functions("0001")
+'''
+
+
+def alembic_config(tmp_path: Path, url: DbUrl) -> tuple[Config, io.StringIO]:
+    scripts = tmp_path / "migrations"
+    (scripts / "versions").mkdir(parents=True)
+    (scripts / "env.py").write_text(ENV_PY)
+    (scripts / "versions" / "0001_functions.py").write_text(MIGRATION)
+    output = io.StringIO()
+    config = Config(output_buffer=output)
+    config.set_main_option("script_location", str(scripts))
+    config.set_main_option("sqlalchemy.url", url.sqlalchemy_url().replace("%", "%%"))
+    return config, output
+
+
+def test_alembic_upgrade_and_downgrade_online(empty_database: DbUrl, tmp_path: Path) -> None:
+    config, _ = alembic_config(tmp_path, empty_database)
+    command.upgrade(config, "head")
+    assert installed(empty_database)
+    ids = generates(empty_database)
+    assert ids == sorted(set(ids))
+    command.downgrade(config, "base")
+    assert not installed(empty_database)
+
+
+def test_alembic_offline_sql_is_the_versioned_file_and_runs(
+    empty_database: DbUrl, tmp_path: Path
+) -> None:
+    config, output = alembic_config(tmp_path, empty_database)
+    command.upgrade(config, "head", sql=True)
+    script = output.getvalue()
+    assert "CREATE OR REPLACE FUNCTION idfields.next_snowflake()" in script
+    assert "pg_temp.%I" in script and "::oid::regclass" in script  # nothing escaped twice
+    assert not installed(empty_database)
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(script.encode())
+    assert generates(empty_database)
+    output.truncate(0)
+    output.seek(0)
+    command.downgrade(config, "0001:base", sql=True)
+    assert "DROP FUNCTION IF EXISTS idfields.next_snowflake();" in output.getvalue()
+
+
+def test_alembic_ops_reverse_each_other() -> None:
+    from idfields.migrations.alembic.functions import DropIdFunctionsOp, InstallIdFunctionsOp
+
+    install = InstallIdFunctionsOp("0001")
+    assert isinstance(install.reverse(), DropIdFunctionsOp)
+    assert isinstance(install.reverse().reverse(), InstallIdFunctionsOp)
+    upgrade = InstallIdFunctionsOp("0001", from_version="0001").reverse()
+    assert isinstance(upgrade, InstallIdFunctionsOp) and upgrade.from_version is None
+    with pytest.raises(ValueError, match="no SQL version '0002'"):
+        InstallIdFunctionsOp("0001", from_version="0002")
