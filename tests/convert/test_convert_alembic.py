@@ -66,7 +66,7 @@ def test_offline_needs_assume_and_runs(postgres_url: str) -> None:
     )
     op.convert_to_ksorted_id("off line", assume=key)  # type: ignore[attr-defined]
     script = buffer.getvalue()
-    assert 'LOCK TABLE "off line", "off_child"' in script and "DO $idfields$" in script
+    assert 'LOCK TABLE "off_child", "off line"' in script and "DO $idfields$" in script
     assert "-- ACCESS EXCLUSIVE, rewrites the table" in script
 
     with psycopg.connect(**DbUrl.parse(postgres_url).psycopg_kwargs(), autocommit=True) as conn:

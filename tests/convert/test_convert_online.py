@@ -15,7 +15,7 @@ from idfields.migrations import convert
 Run = Callable[..., list[tuple[Any, ...]]]
 
 
-def test_online_path_with_concurrent_inserts(pg: Run, postgres_url: str) -> None:
+def schema(pg: Run) -> None:
     pg("CREATE TABLE conv.item (id serial PRIMARY KEY, label text)")
     pg("CREATE TABLE conv.tag (id serial PRIMARY KEY)")
     pg(
@@ -28,49 +28,103 @@ def test_online_path_with_concurrent_inserts(pg: Run, postgres_url: str) -> None
     pg("INSERT INTO conv.item (label) SELECT 'old' FROM generate_series(1, 3000)")
     pg("INSERT INTO conv.item_tags (item_id, tag_id) SELECT id, 1 FROM conv.item")
 
-    stop = threading.Event()
-    inserted: list[int] = []
-    errors: list[BaseException] = []
 
-    def writer() -> None:
-        kwargs = DbUrl.parse(postgres_url).psycopg_kwargs()
+class Writer(threading.Thread):
+    """The application: inserts and updates through every step of the online path.
+
+    Before the swap it lets the serial number rows. With ``generation="app"`` the swapped key has
+    no default: from then on the application supplies IDs, as code deployed with the swap does.
+    An INSERT queued behind the swap's lock runs against the swapped table, so the one
+    NotNullViolation tolerated is the one raised after the swap committed; with
+    ``generation="db"`` none is: the default must never be missing.
+    """
+
+    def __init__(self, url: str, generation: str) -> None:
+        super().__init__()
+        self.url, self.generation = url, generation
+        self.stop, self.swapped, self.after_swap = (threading.Event() for _ in range(3))
+        self.inserted: list[int] = []
+        self.errors: list[BaseException] = []
+        self.ids = make_generator("snowflake", StaticNode(4))
+
+    def insert(self, conn: psycopg.Connection[Any]) -> int:
+        if self.swapped.is_set() and self.generation == "app":
+            new = self.ids()
+            conn.execute("INSERT INTO conv.item (id, label) VALUES (%s, 'live')", (new,))
+            self.after_swap.set()
+            return new
+        row = conn.execute("INSERT INTO conv.item (label) VALUES ('live') RETURNING id").fetchone()
+        assert row is not None
+        if self.swapped.is_set():
+            self.after_swap.set()
+        return int(row[0])
+
+    def run(self) -> None:
+        kwargs = DbUrl.parse(self.url).psycopg_kwargs()
         # Prepared statements would fail once after the swap ("cached plan must not change
         # result type"), as they would in any app: this writer does not prepare.
         with psycopg.connect(**kwargs, autocommit=True, prepare_threshold=None) as conn:
-            while not stop.is_set():
+            while not self.stop.is_set():
                 try:
-                    (new,) = conn.execute(
-                        "INSERT INTO conv.item (label) VALUES ('live') RETURNING id"
-                    ).fetchone()  # type: ignore[misc]
+                    new = self.insert(conn)
                     conn.execute(
                         "INSERT INTO conv.item_tags (item_id, tag_id) VALUES (%s, 2)", (new,)
                     )
                     conn.execute("UPDATE conv.item SET label = 'edited' WHERE id = %s", (new // 2,))
-                    inserted.append(new)
-                except psycopg.errors.LockNotAvailable:
-                    continue
-                except BaseException as exc:  # surfaced below
-                    errors.append(exc)
+                    self.inserted.append(new)
+                except psycopg.errors.NotNullViolation as exc:
+                    if self.generation == "db" or not swapped(conn):
+                        self.errors.append(exc)
+                        return
+                    self.swapped.set()  # the application learns of the swap
+                except BaseException as exc:  # surfaced by the test
+                    self.errors.append(exc)
                     return
 
+
+def swapped(conn: psycopg.Connection[Any]) -> bool:
+    """Whether the swap has committed: the key is the bigint column now."""
+    row = conn.execute(
+        "SELECT pg_catalog.format_type(atttypid, NULL) FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = 'conv.item'::regclass AND attname = 'id'"
+    ).fetchone()
+    return row == ("bigint",)
+
+
+def run_with_writer(pg: Run, url: str, generation: str) -> tuple[convert.KeyInfo, Writer]:
     info = convert.introspect("postgresql", lambda sql, p: pg(sql, *p), "item", schema="conv")
-    thread = threading.Thread(target=writer)
-    thread.start()
+    writer = Writer(url, generation)
     steps: list[str] = []
+
+    def after_step(name: str) -> None:
+        steps.append(name)
+        if name == "swap":
+            writer.swapped.set()
+
+    writer.start()
     try:
         convert.run_online(
             lambda sql: pg(sql),
             info,
-            convert.Target.of("snowflake"),
+            convert.Target.of("snowflake", generation),
             batch_pages=4,
-            after_step=steps.append,
+            after_step=after_step,
         )
+        writer.after_swap.wait(30)  # inserts go on after the swap
     finally:
-        stop.set()
-        thread.join()
-    assert not errors, errors
+        writer.stop.set()
+        writer.join()
+    assert not writer.errors, writer.errors
+    assert writer.after_swap.is_set()
     assert steps[0] == "prepare" and steps[-1] == "swap" and "verify" in steps
-    assert len(inserted) > 0
+    assert steps.count("backfill") == 1
+    return info, writer
+
+
+def test_online_path_with_concurrent_inserts(pg: Run, postgres_url: str) -> None:
+    schema(pg)
+    info, writer = run_with_writer(pg, postgres_url, "app")
+    inserted = writer.inserted
 
     types = dict(
         pg(
@@ -115,3 +169,15 @@ def test_online_path_with_concurrent_inserts(pg: Run, postgres_url: str) -> None
     pg("COMMIT")
     (after,) = pg("INSERT INTO conv.item (label) VALUES ('back') RETURNING id")[0]
     assert after > max(new)
+
+
+def test_online_path_db_default_never_missing(
+    pg: Run, postgres_url: str, id_functions: None
+) -> None:
+    """generation="db": the writer never supplies an ID, so a moment without a default fails."""
+    schema(pg)
+    _, writer = run_with_writer(pg, postgres_url, "db")
+    serial = [value for value in writer.inserted if value < 2**31]
+    ksorted = [value for value in writer.inserted if value >= 2**31]
+    assert ksorted and writer.inserted == serial + ksorted  # numbered in insertion order
+    assert ksorted == sorted(ksorted) and min(ksorted) > 3000 + len(serial)

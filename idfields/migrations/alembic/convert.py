@@ -8,17 +8,24 @@ max(id) itself (a DO block that aborts the transaction) and finds the identity's
 referencing columns must be right. MySQL has no anonymous blocks: offline, the max(id) check is
 the caller's (the statements are still exact). Every statement goes through
 ``operations.execute``, headed by a comment naming its lock and whether it rewrites the table.
+
+The online path (PostgreSQL) as separate operations, in this order, each but the swap
+idempotent: ``op.add_bigint_shadow``, ``op.backfill_bigint_shadow`` (online only),
+``op.validate_shadow_constraints``, ``op.swap_to_bigint`` (``op.remove_bigint_shadow`` undoes
+the first before the swap; ``op.restore_auto_increment`` undoes the swap).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
 from idfields.migrations import convert
+from idfields.migrations.convert import online
 
 
 class _KeyOp(MigrateOperation):
@@ -125,3 +132,190 @@ def _backwards(operations: Operations, operation: RestoreAutoIncrementOp) -> Non
     key = operation.key(operations)
     if key is not None:
         _run(operations, convert.backwards(key, operation.target))
+
+
+class _AlembicExecutor:
+    """An online-path executor over Alembic: statements go through ``operations.execute``.
+
+    Inside an autocommit block a transactional step is wrapped in BEGIN/COMMIT itself; outside
+    one the migration's own transaction holds it.
+    """
+
+    def __init__(self, operations: Operations, autocommit: bool) -> None:
+        self.operations = operations
+        self.autocommit = autocommit
+        self.offline = operations.get_context().as_sql
+
+    def execute(self, statement: convert.Statement) -> None:
+        _run(self.operations, [statement])
+
+    def scalar(self, statement: convert.Statement) -> int:
+        if self.offline:
+            self.execute(statement)
+            return 0
+        return int(self.operations.get_bind().exec_driver_sql(statement.sql).scalar_one())
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        if not self.autocommit:
+            yield
+            return
+        self.operations.execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            if not self.offline:
+                self.operations.execute("ROLLBACK")
+            raise
+        self.operations.execute("COMMIT")
+
+
+class _OnlineOp(_KeyOp):
+    """One step of the online path (:mod:`idfields.migrations.convert.online`), PostgreSQL only.
+
+    ``autocommit`` steps run in Alembic's ``autocommit_block`` (the migration's transaction is
+    committed first): batches commit one by one, indexes build CONCURRENTLY.
+    """
+
+    autocommit = False
+
+    def steps(
+        self, key: convert.KeyInfo, pages: dict[tuple[str | None, str], int]
+    ) -> list[online.Step]:
+        raise NotImplementedError
+
+    def pages(
+        self, operations: Operations, key: convert.KeyInfo
+    ) -> dict[tuple[str | None, str], int]:
+        return {}
+
+    def run(self, operations: Operations) -> None:
+        key = self.key(operations)
+        if key is None:
+            return
+        online.check_dialect(key)
+        steps = self.steps(key, self.pages(operations, key))
+        if not self.autocommit:
+            for step in steps:
+                online.run_step(_AlembicExecutor(operations, autocommit=False), step)
+            return
+        with operations.get_context().autocommit_block():
+            for step in steps:
+                online.run_step(_AlembicExecutor(operations, autocommit=True), step)
+
+
+def _register(name: str, doc: str) -> Any:
+    """Register an online step as ``op.<name>(table, column="id", **options)``."""
+
+    def decorate(cls: type[_OnlineOp]) -> type[_OnlineOp]:
+        def invoke(
+            cls: type[_OnlineOp],
+            /,
+            operations: Operations,
+            table: str,
+            column: str = "id",
+            **options: Any,
+        ) -> None:
+            operations.invoke(cls(table, column, **options))
+
+        invoke.__doc__ = doc
+        invoke.__name__ = invoke.__qualname__ = name  # Alembic's proxy calls it by this name
+        setattr(cls, name, classmethod(invoke))
+        Operations.register_operation(name)(cls)
+        Operations.implementation_for(cls)(lambda operations, operation: operation.run(operations))
+        return cls
+
+    return decorate
+
+
+@_register("add_bigint_shadow", "Add synced bigint copies of the key and its references.")
+class AddBigintShadowOp(_OnlineOp):
+    """ACCESS EXCLUSIVE, briefly: new columns (a catalog change) and their sync triggers."""
+
+    def steps(
+        self, key: convert.KeyInfo, pages: dict[tuple[str | None, str], int]
+    ) -> list[online.Step]:
+        return [online.prepare(key, self.target)]
+
+    def reverse(self) -> RemoveBigintShadowOp:
+        return RemoveBigintShadowOp(self.table, self.column, **self._args())
+
+
+@_register("remove_bigint_shadow", "Drop the bigint copies, their triggers and constraints.")
+class RemoveBigintShadowOp(_OnlineOp):
+    """The way back from ``add_bigint_shadow`` (before the swap)."""
+
+    def steps(
+        self, key: convert.KeyInfo, pages: dict[tuple[str | None, str], int]
+    ) -> list[online.Step]:
+        return [online.remove(key, self.target)]
+
+    def reverse(self) -> AddBigintShadowOp:
+        return AddBigintShadowOp(self.table, self.column, **self._args())
+
+
+@_register(
+    "backfill_bigint_shadow",
+    "Copy the key into the bigint copies, batch_pages heap pages per transaction (option "
+    "batch_pages, default 1000), then check that no row is out of sync.",
+)
+class BackfillBigintShadowOp(_OnlineOp):
+    """ROW EXCLUSIVE per batch; needs a live connection (batches are cut from the table size)."""
+
+    autocommit = True
+
+    def __init__(self, table: str, column: str = "id", batch_pages: int = 1000, **options: Any):
+        super().__init__(table, column, **options)
+        online.check_batch_pages(batch_pages)
+        self.batch_pages = batch_pages
+
+    def pages(
+        self, operations: Operations, key: convert.KeyInfo
+    ) -> dict[tuple[str | None, str], int]:
+        if operations.get_context().as_sql:
+            raise ValueError(
+                f"offline (--sql) backfill of {self.table}: the batches are cut from the "
+                "table's current size, which only a live connection can read; run this "
+                "migration online"
+            )
+        bind = operations.get_bind()
+        return online.table_pages(lambda sql: int(bind.exec_driver_sql(sql).scalar_one()), key)
+
+    def steps(
+        self, key: convert.KeyInfo, pages: dict[tuple[str | None, str], int]
+    ) -> list[online.Step]:
+        return [online.backfill(key, pages, self.batch_pages), online.verify(key)]
+
+
+@_register(
+    "validate_shadow_constraints",
+    "Build the unique index and index copies CONCURRENTLY, add the foreign keys NOT VALID, "
+    "then VALIDATE them.",
+)
+class ValidateShadowConstraintsOp(_OnlineOp):
+    """SHARE UPDATE EXCLUSIVE (writes go on); the NOT VALID add is a brief SHARE ROW EXCLUSIVE."""
+
+    autocommit = True
+
+    def steps(
+        self, key: convert.KeyInfo, pages: dict[tuple[str | None, str], int]
+    ) -> list[online.Step]:
+        return [*online.index(key, self.target), *online.foreign_keys(key, self.target)]
+
+
+@_register(
+    "swap_to_bigint",
+    "Put the bigint copies in place in one short ACCESS EXCLUSIVE transaction (options as "
+    "convert_to_ksorted_id); the reverse is restore_auto_increment.",
+)
+class SwapToBigintOp(_OnlineOp):
+    """With generation="app" the key has no default after it: deploy code that supplies IDs."""
+
+    def steps(
+        self, key: convert.KeyInfo, pages: dict[tuple[str | None, str], int]
+    ) -> list[online.Step]:
+        self.target.check_max_id(key)
+        return [online.swap(key, self.target)]
+
+    def reverse(self) -> RestoreAutoIncrementOp:
+        return RestoreAutoIncrementOp(self.table, self.column, **self._args())

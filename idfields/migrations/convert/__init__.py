@@ -8,7 +8,8 @@ introspect, plan and execute.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,8 @@ from idfields.migrations.convert.model import (
     Target,
     check_layout,
 )
-from idfields.migrations.convert.quoting import Dialect, check_dialect, literal
+from idfields.migrations.convert.online import Step
+from idfields.migrations.convert.quoting import Dialect, check_dialect
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,29 @@ def introspect(
     return introspect_mysql(query, table, column, schema)
 
 
+class _RawExecutor:
+    """An :class:`online.Executor` over an autocommit connection's ``execute(sql) -> rows``."""
+
+    def __init__(self, execute: Callable[[str], list[tuple[Any, ...]]]) -> None:
+        self._execute = execute
+
+    def execute(self, statement: Statement) -> None:
+        self._execute(statement.sql)
+
+    def scalar(self, statement: Statement) -> int:
+        return int(self._execute(statement.sql)[0][0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self._execute("BEGIN")
+        try:
+            yield
+        except BaseException:
+            self._execute("ROLLBACK")
+            raise
+        self._execute("COMMIT")
+
+
 def run_online(
     execute: Callable[[str], list[tuple[Any, ...]]],
     key: KeyInfo,
@@ -79,37 +104,12 @@ def run_online(
     Transactional steps are wrapped in BEGIN/COMMIT; the backfill reads each table's size right
     before it starts; the swap is refused unless ``verify`` finds every row in sync.
     """
+    online.check_dialect(key)
     target.check_max_id(key)
-    pages = {
-        (column.schema, column.table): int(
-            execute(
-                "SELECT pg_catalog.pg_relation_size("
-                f"{literal(column.table_sql)}::regclass) / "
-                "pg_catalog.current_setting('block_size')::bigint"
-            )[0][0]
-        )
-        for column in online.columns(key)
-    }
-    for step in online.plan(key, target, pages):
-        if step.name == "verify":
-            stale = [execute(statement.sql)[0][0] for statement in step.statements]
-            if any(stale):
-                raise RuntimeError(
-                    f"{sum(stale)} rows are out of sync after the backfill; "
-                    "is the sync trigger in place? Run the backfill again before the swap"
-                )
-        elif step.transaction:
-            execute("BEGIN")
-            try:
-                for statement in step.statements:
-                    execute(statement.sql)
-            except BaseException:
-                execute("ROLLBACK")
-                raise
-            execute("COMMIT")
-        else:
-            for statement in step.statements:
-                execute(statement.sql)
+    executor = _RawExecutor(execute)
+    pages = online.table_pages(lambda sql: int(execute(sql)[0][0]), key)
+    for step in online.plan(key, target, pages, batch_pages):
+        online.run_step(executor, step)
         if after_step is not None:
             after_step(step.name)
 
@@ -123,6 +123,7 @@ __all__ = [
     "Query",
     "Reference",
     "Statement",
+    "Step",
     "Target",
     "backwards",
     "check_layout",

@@ -16,18 +16,23 @@ Each step is short or lock-light and runs on its own, with the application live:
    keep the sequence, drop the old columns, rename the new ones into place,
    ``ADD PRIMARY KEY USING INDEX``, re-point the constraints, set the new default.
 
-The way back is the in-place backwards plan (the columns stay bigint). New columns end up last
-in the column order.
+Every step but the swap is idempotent (a failed or interrupted run is simply run again), and
+:func:`run_step` runs any of them through an :class:`Executor`, so ``run_online``, the Django and
+the Alembic operations share one runner. :func:`remove` undoes ``prepare`` (and all that was built
+on the new columns). The way back after the swap is the in-place backwards plan (the columns stay
+bigint). New columns end up last in the column order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Protocol
 
 from idfields.migrations.convert import postgres
 from idfields.migrations.convert.model import Index, KeyInfo, Reference, Statement, Target
-from idfields.migrations.convert.quoting import dollar_quoted, ident, qualified
+from idfields.migrations.convert.quoting import dollar_quoted, ident, literal, qualified
 
 _ALL = "ACCESS EXCLUSIVE"
 SUFFIX = "convert_to_bigint"
@@ -82,14 +87,15 @@ def _trigger(schema: str | None, table: str) -> tuple[str, str]:
 
 
 def prepare(key: KeyInfo, target: Target) -> Step:
-    statements = [postgres.set_lock_timeout(target)]
+    statements = [postgres.set_lock_timeout(target), postgres.lock(postgres.lock_order(key))]
     for (schema, table), cols in _by_table(key).items():
         table_sql = qualified("postgresql", schema, table)
         for column in cols:
             kind = "bigint" if column.nullable else "bigint NOT NULL DEFAULT 0"
             statements.append(
                 Statement(
-                    f"ALTER TABLE {table_sql} ADD COLUMN {ident('postgresql', column.new)} {kind}",
+                    f"ALTER TABLE {table_sql} ADD COLUMN IF NOT EXISTS "
+                    f"{ident('postgresql', column.new)} {kind}",
                     _ALL,
                     note="brief: a constant default is stored in the catalog, no rewrite",
                 )
@@ -106,6 +112,7 @@ def prepare(key: KeyInfo, target: Target) -> Step:
                 "none",
             )
         )
+        statements.append(Statement(f"DROP TRIGGER IF EXISTS {trigger} ON {table_sql}", _ALL))
         statements.append(
             Statement(
                 f"CREATE TRIGGER {trigger} BEFORE INSERT OR UPDATE ON {table_sql} "
@@ -123,8 +130,7 @@ def backfill(
 
     The last batch of each table is open-ended, so pages added since are covered too.
     """
-    if batch_pages < 1:
-        raise ValueError(f"batch_pages must be at least 1, got {batch_pages}")
+    check_batch_pages(batch_pages)
     statements = []
     for (schema, table), cols in _by_table(key).items():
         sets = ", ".join(
@@ -143,6 +149,11 @@ def backfill(
                 bounds += f" AND ctid < '({start + batch_pages},0)'::tid"
             statements.append(Statement(update + bounds, "ROW EXCLUSIVE", note="one batch"))
     return Step("backfill", tuple(statements), transaction=False)
+
+
+def check_batch_pages(batch_pages: int) -> None:
+    if not isinstance(batch_pages, int) or batch_pages < 1:
+        raise ValueError(f"batch_pages must be a whole number of pages >= 1, got {batch_pages!r}")
 
 
 def verify(key: KeyInfo) -> Step:
@@ -178,7 +189,24 @@ def _copied_indexes(key: KeyInfo) -> list[tuple[Column, Index]]:
     return found
 
 
-def index(key: KeyInfo) -> Step:
+def unbuild(key: KeyInfo, target: Target) -> Step:
+    """Drop the new foreign keys of an earlier run: they depend on the index a rerun rebuilds."""
+    statements = [postgres.set_lock_timeout(target)]
+    for ref in key.references:
+        statements.append(
+            Statement(
+                f"ALTER TABLE {qualified('postgresql', ref.schema, ref.table)} DROP CONSTRAINT "
+                f"IF EXISTS {ident('postgresql', _new_constraint(ref))}",
+                _ALL,
+                note="brief; a rerun starts over",
+            )
+        )
+    return Step("index", tuple(statements))
+
+
+def index(key: KeyInfo, target: Target) -> list[Step]:
+    """The unique index on the new key and the index copies, CONCURRENTLY; a rerun rebuilds them
+    (a build that failed leaves an invalid index, dropped here first)."""
     key_column = columns(key)[0]
     built: list[tuple[Column, str, bool, tuple[str, ...]]] = [
         (key_column, _key_index(key), True, (key_column.new,))
@@ -203,7 +231,7 @@ def index(key: KeyInfo) -> Step:
                 transaction=False,
             )
         )
-    return Step("index", tuple(statements), transaction=False)
+    return [unbuild(key, target), Step("index", tuple(statements), transaction=False)]
 
 
 def _new_constraint(ref: Reference) -> str:
@@ -246,7 +274,7 @@ def swap(key: KeyInfo, target: Target) -> Step:
     table = key_column.table_sql
     plan = [
         postgres.set_lock_timeout(target),
-        postgres.lock(postgres.referencing_tables(key)),
+        postgres.lock(postgres.lock_order(key)),
         postgres.max_id_guard(key, target, column=key_column.new),
     ]
     for schema, name in _by_table(key):
@@ -342,15 +370,94 @@ def _put_in_place(column: Column) -> list[Statement]:
     return statements
 
 
-def plan(key: KeyInfo, target: Target, pages: Mapping[tuple[str | None, str], int]) -> list[Step]:
-    """Every step in order, for display (``sqlmigrate``-style) or for :func:`run`."""
+def remove(key: KeyInfo, target: Target) -> Step:
+    """Undo ``prepare`` before the swap: the triggers and the new columns go (their indexes and
+    constraints with them). Referencing tables first: their constraints point at the new key."""
+    statements = [postgres.set_lock_timeout(target), postgres.lock(postgres.lock_order(key))]
+    for (schema, table), cols in reversed(_by_table(key).items()):
+        table_sql = qualified("postgresql", schema, table)
+        function, trigger = _trigger(schema, table)
+        statements.append(Statement(f"DROP TRIGGER IF EXISTS {trigger} ON {table_sql}", _ALL))
+        statements.append(Statement(f"DROP FUNCTION IF EXISTS {function}()", "none"))
+        for column in cols:
+            statements.append(
+                Statement(
+                    f"ALTER TABLE {table_sql} DROP COLUMN IF EXISTS "
+                    f"{ident('postgresql', column.new)}",
+                    _ALL,
+                    note="catalog only, no rewrite",
+                )
+            )
+    return Step("remove", tuple(statements))
+
+
+def check_dialect(key: KeyInfo) -> None:
+    """The online path is Postgres only: say so, and what to do on MySQL."""
     if key.dialect != "postgresql":
-        raise ValueError("the online path is for PostgreSQL; on MySQL use an online schema tool")
+        raise ValueError(
+            f"the online path is for PostgreSQL, not {key.dialect}: on MariaDB/MySQL convert "
+            "in place (ConvertToKSortedId / op.convert_to_ksorted_id), or run that ALTER "
+            "through an online schema-change tool (gh-ost, pt-online-schema-change)"
+        )
+
+
+def pages_sql(column: Column) -> str:
+    """The table's current size in heap pages (the backfill's batches are cut from it)."""
+    return (
+        f"SELECT pg_catalog.pg_relation_size({literal(column.table_sql)}::regclass) / "
+        "pg_catalog.current_setting('block_size')::bigint"
+    )
+
+
+def table_pages(scalar: Callable[[str], int], key: KeyInfo) -> dict[tuple[str | None, str], int]:
+    """Each converted table's size in pages, read through ``scalar(sql) -> int``."""
+    return {(column.schema, column.table): scalar(pages_sql(column)) for column in columns(key)}
+
+
+class Executor(Protocol):
+    """Where steps run: a raw connection, a Django schema editor, an Alembic context."""
+
+    def execute(self, statement: Statement) -> None: ...
+
+    def scalar(self, statement: Statement) -> int:
+        """The statement's single value (offline: print it and return 0)."""
+        ...
+
+    def transaction(self) -> AbstractContextManager[None]: ...
+
+
+def run_step(executor: Executor, step: Step) -> None:
+    """Run one step: ``verify`` refuses to go on if a row is out of sync, a transactional step
+    runs in one transaction, any other statement by statement (autocommit)."""
+    if step.name == "verify":
+        stale = sum(executor.scalar(statement) for statement in step.statements)
+        if stale:
+            raise RuntimeError(
+                f"{stale} rows are out of sync after the backfill; is the sync trigger in "
+                "place? Run the backfill again before the swap"
+            )
+    elif step.transaction:
+        with executor.transaction():
+            for statement in step.statements:
+                executor.execute(statement)
+    else:
+        for statement in step.statements:
+            executor.execute(statement)
+
+
+def plan(
+    key: KeyInfo,
+    target: Target,
+    pages: Mapping[tuple[str | None, str], int],
+    batch_pages: int = 1000,
+) -> list[Step]:
+    """Every step in order, for display (``sqlmigrate``-style) or for :func:`run_step`."""
+    check_dialect(key)
     return [
         prepare(key, target),
-        backfill(key, pages),
+        backfill(key, pages, batch_pages),
         verify(key),
-        index(key),
+        *index(key, target),
         *foreign_keys(key, target),
         swap(key, target),
     ]

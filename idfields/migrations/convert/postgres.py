@@ -45,14 +45,19 @@ def sequence_name(key: KeyInfo) -> str:
     return qualified("postgresql", key.sequence_schema or key.schema, key.sequence)
 
 
-def referencing_tables(key: KeyInfo) -> list[str]:
-    """Every table the plan alters, the key's first, each once, in a stable order."""
-    names = [table_name(key)]
+def lock_order(key: KeyInfo) -> list[str]:
+    """Every table the plan alters, each once: the referencing tables first, the key's last.
+
+    The order the application takes them in: an INSERT into a referencing table locks it, then
+    its foreign-key check locks the key's table. Locking the key's table first would deadlock
+    with such an INSERT (each waiting for the table the other holds).
+    """
+    names: list[str] = []
     for ref in key.references:
         name = qualified("postgresql", ref.schema, ref.table)
-        if name not in names:
+        if name not in names and name != table_name(key):
             names.append(name)
-    return names
+    return [*names, table_name(key)]
 
 
 def set_lock_timeout(target: Target) -> Statement:
@@ -138,7 +143,7 @@ def forwards(key: KeyInfo, target: Target) -> list[Statement]:
     """The in-place conversion, one transaction; see the module docstring."""
     table, col = table_name(key), ident("postgresql", key.column)
     alter = f"ALTER TABLE {table} ALTER COLUMN {col}"
-    plan = [set_lock_timeout(target), lock(referencing_tables(key)), max_id_guard(key, target)]
+    plan = [set_lock_timeout(target), lock(lock_order(key)), max_id_guard(key, target)]
     if key.kind == "identity":
         plan += keep_identity_sequence(key)
         plan.append(Statement(f"{alter} DROP IDENTITY", _ALL, note="drops its own sequence"))

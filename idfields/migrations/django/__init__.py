@@ -2,5 +2,18 @@
 
 from idfields.migrations.django.convert import ConvertToKSortedId
 from idfields.migrations.django.functions import InstallIdFunctions
+from idfields.migrations.django.online import (
+    AddBigintShadow,
+    BackfillBigintShadow,
+    SwapToBigint,
+    ValidateShadowConstraints,
+)
 
-__all__ = ["ConvertToKSortedId", "InstallIdFunctions"]
+__all__ = [
+    "AddBigintShadow",
+    "BackfillBigintShadow",
+    "ConvertToKSortedId",
+    "InstallIdFunctions",
+    "SwapToBigint",
+    "ValidateShadowConstraints",
+]

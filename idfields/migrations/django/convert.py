@@ -5,15 +5,19 @@ included) become bigint; serial/identity/AUTO_INCREMENT gives way to IDs made in
 (``generation="app"``) or by ``idfields.next_snowflake()`` (``"db"``, PostgreSQL). The plan comes
 from :mod:`idfields.migrations.convert`, read from the live catalog, and every statement goes
 through ``schema_editor.execute``, so ``sqlmigrate`` prints exactly what runs, each statement
-headed by the lock it takes and whether it rewrites the table. Backwards restores
+headed by the lock it takes and whether it rewrites the table (before the table exists there is
+no catalog to read: sqlmigrate then prints a comment saying so). Backwards restores
 AUTO_INCREMENT with its sequence past max(id). On SQLite an INTEGER PRIMARY KEY already holds
 64-bit IDs: only the model state changes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from django.db import transaction
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
@@ -26,12 +30,97 @@ _DEFAULTS = {"layout": "snowflake", "generation": "app", "lock_timeout": "5s"}
 _FIELD_CLASSES = {"snowflake": "SnowflakeAutoField"}
 
 
-class ConvertToKSortedId(Operation):
+class SchemaEditorExecutor:
+    """An online-path executor over a schema editor: ``sqlmigrate`` collects what would run."""
+
+    def __init__(self, schema_editor: BaseDatabaseSchemaEditor) -> None:
+        self.schema_editor = schema_editor
+
+    def execute(self, statement: convert.Statement) -> None:
+        self.schema_editor.execute(statement.annotated(), params=None)
+
+    def scalar(self, statement: convert.Statement) -> int:
+        if self.schema_editor.collect_sql:
+            self.execute(statement)
+            return 0
+        with self.schema_editor.connection.cursor() as cursor:
+            cursor.execute(statement.sql)
+            return int(cursor.fetchone()[0])
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction (a savepoint inside the migration's); shown as BEGIN/COMMIT."""
+        connection = self.schema_editor.connection
+        if not self.schema_editor.collect_sql:
+            with transaction.atomic(using=connection.alias):
+                yield
+        elif connection.in_atomic_block:
+            yield
+        else:
+            self.schema_editor.execute("BEGIN", params=None)
+            yield
+            self.schema_editor.execute("COMMIT", params=None)
+
+
+class KeyOperation(Operation):
+    """What the in-place and the online operations share: the model's key, read live."""
+
+    reduces_to_sql = True
+    # Never wrapped by Django: MySQL cannot run DDL in a transaction, and on Postgres each
+    # operation opens the transaction its statements need (see SchemaEditorExecutor).
+    atomic = False
+    dialects: tuple[str, ...] = ("postgresql", "mysql")
+
+    def __init__(self, model_name: str, lock_timeout: str = "5s") -> None:
+        self.model_name = model_name
+        self.lock_timeout = lock_timeout
+        convert.Target.of("snowflake", lock_timeout=lock_timeout)  # fail at import, not at run
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        """Only the database changes."""
+
+    def key(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> convert.KeyInfo | None:
+        """The key as the catalog has it now; None where there is nothing to do.
+
+        Under ``sqlmigrate`` a missing table (the migrations before this one not applied yet)
+        gives a comment in place of the statements, which are read from the catalog.
+        """
+        connection = schema_editor.connection
+        model: type[Model] = state.apps.get_model(app_label, self.model_name)
+        if connection.vendor not in ("postgresql", "mysql"):
+            return None
+        if not self.allow_migrate_model(connection.alias, model):
+            return None
+        if connection.vendor not in self.dialects:
+            raise ValueError(
+                f"{type(self).__name__} runs on PostgreSQL only, not {connection.vendor}: on "
+                "MariaDB/MySQL use ConvertToKSortedId, or an online schema-change tool "
+                "(gh-ost, pt-online-schema-change) for the ALTER it prints"
+            )
+        meta = model._meta
+        if meta.pk is None or meta.pk.column is None:
+            raise ValueError(f"{meta.label} has no primary key column to convert")
+        with connection.cursor() as cursor:
+            if schema_editor.collect_sql and meta.db_table not in (
+                connection.introspection.table_names(cursor)
+            ):
+                schema_editor.execute(
+                    f"-- idfields: table {meta.db_table!r} does not exist yet, and the statements "
+                    "of this operation are read from its catalog. Apply the migrations before "
+                    "this one, then run sqlmigrate again to see them",
+                    params=None,
+                )
+                return None
+            query = convert.cursor_query(cursor)
+            return convert.introspect(connection.vendor, query, meta.db_table, meta.pk.column)
+
+
+class ConvertToKSortedId(KeyOperation):
     """Convert ``model_name``'s AUTO_INCREMENT primary key to ``layout`` IDs, reversibly."""
 
     reversible = True
-    reduces_to_sql = True
-    atomic = True  # Postgres: the LOCK and the DDL must share one transaction
 
     def __init__(
         self,
@@ -40,10 +129,9 @@ class ConvertToKSortedId(Operation):
         generation: str = "app",
         lock_timeout: str = "5s",
     ) -> None:
-        self.model_name = model_name
+        super().__init__(model_name, lock_timeout)
         self.layout = layout
         self.generation = generation
-        self.lock_timeout = lock_timeout
         if layout in BUILTIN_LAYOUTS:  # user layouts resolve from settings when the op runs
             self._target()
 
@@ -61,12 +149,14 @@ class ConvertToKSortedId(Operation):
             for name, default in _DEFAULTS.items()
             if getattr(self, name) != default
         }
-        return "idfields.migrations.django.ConvertToKSortedId", [self.model_name], kwargs
+        return f"idfields.migrations.django.{type(self).__name__}", [self.model_name], kwargs
 
-    def _new_field(self) -> Field[Any, Any]:
+    def _new_field(self, old: Field[Any, Any]) -> Field[Any, Any]:
         from idfields.django_app import fields
 
         options: dict[str, Any] = {"primary_key": True, "serialize": False}
+        if old.db_column is not None:
+            options["db_column"] = old.db_column
         if self.generation != "app":
             options["generation"] = self.generation
         name = _FIELD_CLASSES.get(self.layout)
@@ -77,31 +167,19 @@ class ConvertToKSortedId(Operation):
         return field
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        """The primary key becomes the layout's auto field (references follow it to bigint)."""
         model_state = state.models[app_label, self.model_name.lower()]
-        pk_name = next(
-            (name for name, field in model_state.fields.items() if field.primary_key), None
+        found = next(
+            ((name, field) for name, field in model_state.fields.items() if field.primary_key),
+            None,
         )
-        if pk_name is None:
+        if found is None:
             raise ValueError(f"{app_label}.{self.model_name} has no primary key to convert")
-        state.alter_field(app_label, self.model_name.lower(), pk_name, self._new_field(), True)
+        name, old = found
+        state.alter_field(app_label, self.model_name.lower(), name, self._new_field(old), True)
 
-    def _statements(
-        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
-    ) -> tuple[convert.KeyInfo, convert.Target] | None:
-        connection = schema_editor.connection
-        model: type[Model] = state.apps.get_model(app_label, self.model_name)
-        if connection.vendor not in ("postgresql", "mysql"):
-            return None
-        if not self.allow_migrate_model(connection.alias, model):
-            return None
-        meta = model._meta
-        column = meta.pk.column if meta.pk is not None else None
-        if column is None:
-            raise ValueError(f"{meta.label} has no primary key column to convert")
-        with connection.cursor() as cursor:
-            query = convert.cursor_query(cursor)
-            key = convert.introspect(connection.vendor, query, meta.db_table, column)
-        return key, self._target()
+    def forwards_steps(self, key: convert.KeyInfo, target: convert.Target) -> list[convert.Step]:
+        return [convert.Step("convert", convert.forwards(key, target))]
 
     def database_forwards(
         self,
@@ -110,9 +188,9 @@ class ConvertToKSortedId(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        found = self._statements(app_label, schema_editor, from_state)
-        if found is not None:
-            _execute(schema_editor, convert.forwards(*found))
+        key = self.key(app_label, schema_editor, from_state)
+        if key is not None:
+            run_steps(schema_editor, self.forwards_steps(key, self._target()))
 
     def database_backwards(
         self,
@@ -121,9 +199,10 @@ class ConvertToKSortedId(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        found = self._statements(app_label, schema_editor, to_state)
-        if found is not None:
-            _execute(schema_editor, convert.backwards(*found))
+        key = self.key(app_label, schema_editor, to_state)
+        if key is not None:
+            step = convert.Step("restore", convert.backwards(key, self._target()))
+            run_steps(schema_editor, [step])
 
     def describe(self) -> str:
         return (
@@ -136,8 +215,10 @@ class ConvertToKSortedId(Operation):
         return f"{self.model_name.lower()}_ksorted_id"
 
 
-def _execute(
-    schema_editor: BaseDatabaseSchemaEditor, statements: tuple[convert.Statement, ...]
-) -> None:
-    for statement in statements:
-        schema_editor.execute(statement.annotated(), params=None)
+def run_steps(schema_editor: BaseDatabaseSchemaEditor, steps: list[convert.Step]) -> None:
+    """Run steps through the schema editor; MySQL's DDL commits by itself (no transaction)."""
+    executor = SchemaEditorExecutor(schema_editor)
+    for step in steps:
+        if schema_editor.connection.vendor == "mysql":
+            step = convert.Step(step.name, step.statements, transaction=False)
+        convert.online.run_step(executor, step)
