@@ -4,7 +4,18 @@
   the INSERT and need no ``RETURNING``, so the target is ratio <= 1.0;
 - 10,000 single ``save()`` calls in autocommit: one INSERT each, target ratio <= 1.05;
 - the per-object cost of the field's hot path (``get_pk_value_on_save``) against a bare
-  generator call, for information.
+  generator call, and what psycopg spends per row on the one column BigAutoField does not send.
+
+Both models run interleaved (the order alternating), each into an emptied table; the value is
+the best run (load on a shared machine only adds time), the note the median. A second group per
+path gives this process's CPU time, which other load moves far less.
+
+Where the time goes (cProfile): per row, ``bulk_create`` on PostgreSQL (Django 5.2 inserts
+through ``UNNEST`` of one array per column) costs our model one more column than the identity
+model: Django's per-field ``pre_save`` / ``get_db_prep_save`` calls, and psycopg's pure-Python
+text dump of one more array, whose quoting regex scans each 19-digit ID (the largest part). The
+identity model pays instead for ``nextval`` per row, ``RETURNING`` and setting the returned pks.
+The field's own share is one attribute lookup and the generator call.
 
 The server comes from ``IDFIELDS_TEST_DATABASE_URL`` (the test default otherwise); the tables are
 created and dropped here. Django is configured by this module (a process configures it once).
@@ -14,15 +25,19 @@ created and dropped here. Django is configured by this module (a process configu
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
+
+from psycopg import sql
 
 from benchmarks import Skip
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
-from benchmarks.timing import ns_per_call
+from benchmarks.timing import ns_per_fresh_call
 
 URL_ENV, DEFAULT_URL = "IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 BASELINE = "BigAutoField (identity)"
@@ -63,17 +78,17 @@ def _models() -> tuple[type[Any], type[Any]]:
 
     class KSorted(models.Model):
         id = SnowflakeAutoField(primary_key=True)
-        name = models.CharField(max_length=40)
-        amount = models.IntegerField()
+        name: models.CharField[str, str] = models.CharField(max_length=40)
+        amount: models.IntegerField[int, int] = models.IntegerField()
 
         class Meta:
             app_label = "benchmarks"
             db_table = "idf_bench_dj_ksorted"
 
     class Identity(models.Model):
-        id = models.BigAutoField(primary_key=True)
-        name = models.CharField(max_length=40)
-        amount = models.IntegerField()
+        id: models.BigAutoField[int, int] = models.BigAutoField(primary_key=True)
+        name: models.CharField[str, str] = models.CharField(max_length=40)
+        amount: models.IntegerField[int, int] = models.IntegerField()
 
         class Meta:
             app_label = "benchmarks"
@@ -82,9 +97,13 @@ def _models() -> tuple[type[Any], type[Any]]:
     return KSorted, Identity
 
 
-def _best(timings: dict[type[Any], list[float]], step: Callable[[type[Any]], float]) -> None:
-    for model, spent in timings.items():  # interleaved: both see the same server state
-        spent.append(step(model))
+Timing = tuple[float, float]  # wall and client CPU seconds of one run
+
+
+def _timed(step: Callable[[], object]) -> Timing:
+    started, cpu = time.perf_counter(), time.process_time()
+    step()
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def _truncate(model: type[Any]) -> None:
@@ -94,51 +113,103 @@ def _truncate(model: type[Any]) -> None:
         cursor.execute(f"TRUNCATE {connection.ops.quote_name(model._meta.db_table)}")
 
 
-def _bulk(model: type[Any], count: int) -> float:
+def _bulk(model: type[Any], count: int) -> Timing:
     from django.db import transaction
 
     _truncate(model)
     objects = [model(name=f"row {i}", amount=i) for i in range(count)]
-    started = time.perf_counter()
-    with transaction.atomic():
-        model.objects.bulk_create(objects, batch_size=1000)
-    return time.perf_counter() - started
+
+    def insert() -> None:
+        with transaction.atomic():
+            model.objects.bulk_create(objects, batch_size=1000)
+
+    return _timed(insert)
 
 
-def _saves(model: type[Any], count: int) -> float:
+def _saves(model: type[Any], count: int) -> Timing:
     _truncate(model)
     objects = [model(name=f"row {i}", amount=i) for i in range(count)]
-    started = time.perf_counter()
-    for obj in objects:
-        obj.save()
-    return time.perf_counter() - started
+
+    def insert() -> None:
+        for obj in objects:
+            obj.save()
+
+    return _timed(insert)
+
+
+def _interleaved(
+    models: tuple[type[Any], ...], repeats: int, step: Callable[[type[Any]], Timing]
+) -> dict[type[Any], list[Timing]]:
+    """``repeats`` runs of each model, alternating the order: both see the same load."""
+    timings: dict[type[Any], list[Timing]] = {model: [] for model in models}
+    for repeat in range(repeats):
+        for model in models[:: 1 if repeat % 2 else -1]:
+            timings[model].append(step(model))
+    return timings
+
+
+def _row(
+    group: str, name: str, spent: list[float], baseline: str | None, target: float | None
+) -> Row:
+    """The best run as the value (load only ever adds time), the median noted."""
+    median = statistics.median(spent)
+    return Row(
+        group=group,
+        name=name,
+        value=min(spent),
+        unit="us/row",
+        baseline=baseline,
+        target=target,
+        note=f"median {median:.1f} of {len(spent)}",
+    )
+
+
+def _per_row(runs: list[Timing], index: int, count: int) -> list[float]:
+    """Microseconds per row of each run; ``index`` 0 is wall time, 1 client CPU."""
+    return [run[index] / count * 1e6 for run in runs]
 
 
 def _pair(
-    group: str, timings: dict[type[Any], list[float]], count: int, target: float
+    group: str, timings: dict[type[Any], list[Timing]], count: int, target: float
 ) -> list[Row]:
     ksorted, identity = timings.values()
-    return [
-        Row(group=group, name=BASELINE, value=min(identity) / count * 1e6, unit="us/row",
-            baseline=None, target=None),
-        Row(group=group, name=OURS, value=min(ksorted) / count * 1e6, unit="us/row",
-            baseline=BASELINE, target=target),
-    ]  # fmt: skip
+    rows: list[Row] = []
+    for suffix, index, goal in (("", 0, target), (", client CPU", 1, None)):
+        rows += [
+            _row(group + suffix, BASELINE, _per_row(identity, index, count), None, None),
+            _row(group + suffix, OURS, _per_row(ksorted, index, count), BASELINE, goal),
+        ]
+    return rows
 
 
 def _hot_path(model: type[Any], quick: bool) -> list[Row]:
+    """Nanoseconds per object. Short runs (``calls`` IDs each) on the process's generator: a
+    long tight loop would outrun the layout's capacity and time the waits instead of the code."""
+    from django.db import connection
+
     from idfields.django_app.sources import generator_for
 
     generator = generator_for("snowflake")
     field = model._meta.pk
     group = "django hot path (per object)"
-    timing = {"min_seconds": 0.02 if quick else 0.1, "repeats": 3 if quick else 5}
+    timing = {"calls": 20_000, "repeats": 5 if quick else 15}
+    ids = generator.take(1000)
+
+    def dump_column() -> Callable[[], object]:  # the client-side literal of one ID array
+        literal = sql.Literal(ids)
+        raw = connection.connection
+        return lambda: literal.as_string(raw)
+
     return [
-        Row(group=group, name="generator()", value=ns_per_call(generator, **timing), unit="ns",
-            baseline=None, target=None),
+        Row(group=group, name="generator()", value=ns_per_fresh_call(lambda: generator, **timing),
+            unit="ns", baseline=None, target=None),
         Row(group=group, name="field.get_pk_value_on_save()",
-            value=ns_per_call(lambda: field.get_pk_value_on_save(None), **timing), unit="ns",
-            baseline="generator()", target=None),
+            value=ns_per_fresh_call(lambda: partial(field.get_pk_value_on_save, None), **timing),
+            unit="ns", baseline="generator()", target=None),
+        Row(group=group, name="psycopg: the ID column of a bulk INSERT",
+            value=ns_per_fresh_call(dump_column, calls=20, repeats=timing["repeats"]) / len(ids),
+            unit="ns", baseline=None, target=None,
+            note="text literal of a bigint[] of 1,000 IDs, per ID"),
     ]  # fmt: skip
 
 
@@ -146,7 +217,7 @@ def run(quick: bool = False) -> list[Row]:
     _configure()
     from django.db import connection
 
-    bulk_count, save_count, repeats = (10_000, 1_000, 1) if quick else (100_000, 10_000, 3)
+    bulk_count, save_count, repeats = (10_000, 1_000, 2) if quick else (100_000, 10_000, 6)
     ksorted, identity = _models()
     with connection.schema_editor() as editor:
         for model in (ksorted, identity):
@@ -154,11 +225,9 @@ def run(quick: bool = False) -> list[Row]:
             editor.create_model(model)
     try:
         ksorted(name="warm-up", amount=0).save()  # the node is taken outside the timed runs
-        bulk: dict[type[Any], list[float]] = {ksorted: [], identity: []}
-        saves: dict[type[Any], list[float]] = {ksorted: [], identity: []}
-        for _ in range(repeats):
-            _best(bulk, lambda model: _bulk(model, bulk_count))
-            _best(saves, lambda model: _saves(model, save_count))
+        models = (ksorted, identity)
+        bulk = _interleaved(models, repeats, lambda model: _bulk(model, bulk_count))
+        saves = _interleaved(models, repeats, lambda model: _saves(model, save_count))
         return [
             *_pair(f"django bulk_create (postgresql, {bulk_count:,} rows)", bulk, bulk_count, 1.0),
             *_pair(f"django save() (postgresql, {save_count:,} rows)", saves, save_count, 1.05),

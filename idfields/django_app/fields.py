@@ -33,7 +33,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigAutoField, BigIntegerField, ForeignObject, Func, Model
 
 from idfields.django_app.conf import get_settings
-from idfields.django_app.sources import generator_for
+from idfields.django_app.sources import bind_source
 from idfields.errors import IdFieldsError
 from idfields.generators import IdGenerator, make_generator
 from idfields.layouts import MAX_ID, Layout
@@ -165,20 +165,36 @@ class KSortedFieldMixin:
 
     def next_id(self) -> int:
         """The next ID of this field's layout, from the process's generator."""
+        return self._make_id()
+
+    # The per-row hot path of save() and bulk_create(): one attribute lookup and the generator.
+
+    def _make_id(self) -> int:
+        """The first ID; it binds the generator as the instance attribute ``_make_id``.
+
+        That attribute shadows this method, so later rows skip the settings and the generator
+        lookup; ``sources.reset()`` (on a settings change) deletes it, and the next row lands
+        here again.
+        """
         if self.keeps_migration_log:
             return _migration_log_ids()
-        return generator_for(self.layout_name or get_settings().layout)()
+        return bind_source(self, "_make_id", self.layout_name or get_settings().layout)()
 
-    # The per-row hot path of save() and bulk_create(): keep it to a lookup and a generator call.
+    def __copy__(self) -> Any:
+        # Field.__copy__ copies __dict__: a copy must bind its own generator, or reset() would
+        # not reach it.
+        copied = super().__copy__()  # type: ignore[misc]
+        vars(copied).pop("_make_id", None)
+        return copied
 
     def get_pk_value_on_save(self, instance: Model) -> int | None:
         # Called by save() and bulk_create() for a pk that is not set yet.
-        return self.next_id() if self.generation == APP else None
+        return self._make_id() if self.generation == APP else None
 
     def pre_save(self, model_instance: Model, add: bool) -> Any:
         value = getattr(model_instance, self.attname)
         if value is None and add and self.generation == APP:
-            value = self.next_id()
+            value = self._make_id()
             setattr(model_instance, self.attname, value)
         return value
 
@@ -277,8 +293,9 @@ class KSortedAutoField(KSortedFieldMixin, BigAutoField):  # type: ignore[type-ar
         return BigIntegerField().db_type(connection=connection)
 
     def get_default(self) -> Any:
-        # generation="db": leave the pk unset so the INSERT omits it and RETURNING fills it.
-        return None if self.generation == DB else super().get_default()
+        # A new object has no pk until it is saved: the ID is made then (or, generation="db",
+        # omitted from the INSERT and read back by RETURNING). Called for every Model(...).
+        return None
 
 
 class SnowflakeField(KSortedIdField):

@@ -1,14 +1,16 @@
 """One generator per layout per process, with the node source the ``IDFIELDS`` setting names.
 
-Fields call :func:`generator_for` in ``pre_save``: after the first call it is one dict lookup.
-The first call builds the generator lazily (settings are read then, never at import time); a
-``setting_changed`` for IDFIELDS or DATABASES closes the generators (releasing their leases) so
-the next call builds them afresh.
+Fields take theirs with :func:`bind_source`, which also stores it on the field: the per-row hot
+path is then one attribute lookup and the call. The first call builds the generator lazily
+(settings are read then, never at import time); a ``setting_changed`` for IDFIELDS or DATABASES
+closes the generators (releasing their leases) and unbinds them, so the next call builds them
+afresh.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 from django.core.signals import setting_changed
@@ -26,6 +28,7 @@ from idfields.nodes import DevelopmentNode, EnvironmentNode, NodeSource, StaticN
 _generators: dict[str | Layout, IdSource] = {}  # by the argument callers pass
 _by_name: dict[str, IdSource] = {}  # one generator per layout, however it is named
 _databases: dict[str, DjangoDatabase] = {}
+_bound: list[tuple[weakref.ref[Any], str]] = []  # (holder, attribute) set by bind_source()
 _lock = threading.Lock()
 
 
@@ -35,6 +38,21 @@ def generator_for(layout: str | Layout) -> IdSource:
         return _generators[layout]
     except KeyError:
         return _create(layout)
+
+
+def bind_source(holder: object, attribute: str, layout: str | Layout) -> IdSource:
+    """:func:`generator_for` ``layout``, also stored as ``holder.<attribute>`` until reset().
+
+    The attribute is set under the lock, and only while the generator is still the current one,
+    so a concurrent reset() never leaves a closed generator bound.
+    """
+    while True:
+        source = generator_for(layout)
+        with _lock:
+            if _generators.get(layout) is source:
+                setattr(holder, attribute, source)
+                _bound.append((weakref.ref(holder), attribute))
+                return source
 
 
 def coordination_database(alias: str | None = None) -> DjangoDatabase:
@@ -110,11 +128,17 @@ def _build(layout: Layout, settings: IdFieldsSettings) -> IdSource:
 
 
 def reset() -> None:
-    """Close every generator (releasing leases) and connection; the next call rebuilds them."""
+    """Close every generator (releasing leases) and connection, and unbind them from their
+    holders; the next call rebuilds them."""
     with _lock:
         generators = list(_by_name.values())
         _generators.clear()
         _by_name.clear()
+        for holder_ref, attribute in _bound:
+            holder = holder_ref()
+            if holder is not None:
+                vars(holder).pop(attribute, None)
+        _bound.clear()
         databases = list(_databases.values())
         _databases.clear()
     for generator in generators:
