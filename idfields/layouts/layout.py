@@ -9,6 +9,7 @@ construction, with a message naming the field and the fix.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -408,6 +409,49 @@ class Layout:
             "period_years": (self.period_seconds or 0) / _SECONDS_PER_YEAR or None,
             "description": self.description,
         }
+
+    def to_spec(self) -> dict[str, Any]:
+        """The constructor arguments as plain data (what a migration stores to rebuild the layout
+        the same way forever); :meth:`from_spec` is the inverse."""
+        fields = []
+        for spec in self.fields:
+            entry: dict[str, Any] = {"kind": type(spec).__name__.lower()}
+            for field in dataclasses.fields(spec):
+                value = getattr(spec, field.name)
+                entry[field.name] = value.isoformat() if isinstance(value, datetime) else value
+            fields.append(entry)
+        return {
+            "name": self.name,
+            "fields": fields,
+            "base": self.base,
+            "js_safe": self.js_safe,
+            "description": self.description,
+        }
+
+    @classmethod
+    def from_spec(cls, spec: Mapping[str, Any]) -> Layout:
+        """Rebuild a layout from :meth:`to_spec` data, validated like any layout."""
+        try:
+            fields = [_field_from_spec(entry) for entry in spec["fields"]]
+            options = {k: spec[k] for k in ("base", "js_safe", "description") if k in spec}
+            return cls(spec["name"], fields, **options)
+        except (KeyError, TypeError, ValueError) as error:
+            raise LayoutError(
+                f"not a layout spec ({error!r}): pass the dict Layout.to_spec() returns"
+            ) from None
+
+
+_FIELD_KINDS: dict[str, type[FieldSpec]] = {
+    kind.__name__.lower(): kind for kind in (Timestamp, Node, Sequence, Constant)
+}
+
+
+def _field_from_spec(entry: Mapping[str, Any]) -> FieldSpec:
+    values = dict(entry)
+    kind = _FIELD_KINDS[values.pop("kind")]
+    if isinstance(values.get("epoch"), str):
+        values["epoch"] = datetime.fromisoformat(values["epoch"])
+    return kind(**values)
 
 
 def check_id(value: object) -> int:

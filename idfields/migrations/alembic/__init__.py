@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
     from alembic.operations import Operations
 
+    from idfields.sql.layouts import LayoutLike
+
     class IdFieldsOperations(Operations):
         """Alembic's operations plus ours, as mypy sees ``op``."""
 
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
         # functions.py
         def install_id_functions(self, version: str, from_version: str | None = None) -> None: ...
         def drop_id_functions(self, version: str) -> None: ...
+        def install_layout_functions(self, layout: LayoutLike, version: str) -> None: ...
+        def drop_layout_functions(self, layout: LayoutLike, version: str) -> None: ...
 
         # convert.py
         def convert_to_ksorted_id(self, table: str, column: str = "id", **options: Any) -> None: ...

@@ -1,9 +1,11 @@
 """``op.install_id_functions(version, from_version=None)`` and ``op.drop_id_functions(version)``:
-the database-side ID functions in an Alembic migration.
+the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
+version)`` and ``op.drop_layout_functions(layout, version)``: ``idfields.next_<name>()`` of a user
+layout on top of them.
 
 The SQL is the immutable versioned file the migration names, emitted through
 ``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only: on other
-dialects both operations do nothing. A downgrade reverses an install with
+dialects the operations do nothing. A downgrade reverses an install with
 ``op.drop_id_functions(version)``, an upgrade with ``op.install_id_functions(from_version)``.
 """
 
@@ -13,6 +15,7 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
 from idfields import sql
+from idfields.sql.layouts import LayoutLike, as_layout, render_layout_function
 
 
 def _released(version: str) -> str:
@@ -60,6 +63,46 @@ class DropIdFunctionsOp(MigrateOperation):
         return InstallIdFunctionsOp(self.version)
 
 
+class _LayoutFunctionsOp(MigrateOperation):
+    """A user layout's functions over SQL ``version``; ``layout`` is a :class:`Layout` or its
+    ``Layout.to_spec()`` dict (write the dict into the migration so it replays the same way)."""
+
+    def __init__(self, layout: LayoutLike, version: str) -> None:
+        self.layout = as_layout(layout)
+        self.version = version
+        self.create_sql, self.drop_sql = render_layout_function(self.layout, version)
+
+
+@Operations.register_operation("install_layout_functions")
+class InstallLayoutFunctionsOp(_LayoutFunctionsOp):
+    """Install ``idfields.next_<name>()`` and ``next_<name>_at(bigint)`` of a user layout."""
+
+    @classmethod
+    def install_layout_functions(
+        cls, operations: Operations, layout: LayoutLike, version: str
+    ) -> None:
+        """Install the ID functions of ``layout`` over the idfields SQL of ``version``."""
+        operations.invoke(cls(layout, version))
+
+    def reverse(self) -> DropLayoutFunctionsOp:
+        return DropLayoutFunctionsOp(self.layout, self.version)
+
+
+@Operations.register_operation("drop_layout_functions")
+class DropLayoutFunctionsOp(_LayoutFunctionsOp):
+    """Drop a user layout's functions; refused while a column default still calls one."""
+
+    @classmethod
+    def drop_layout_functions(
+        cls, operations: Operations, layout: LayoutLike, version: str
+    ) -> None:
+        """Drop the ID functions of ``layout`` (installed over SQL ``version``)."""
+        operations.invoke(cls(layout, version))
+
+    def reverse(self) -> InstallLayoutFunctionsOp:
+        return InstallLayoutFunctionsOp(self.layout, self.version)
+
+
 def _execute(operations: Operations, script: str) -> None:
     context = operations.get_context()
     if context.dialect.name != "postgresql":
@@ -81,3 +124,13 @@ def _install(operations: Operations, operation: InstallIdFunctionsOp) -> None:
 @Operations.implementation_for(DropIdFunctionsOp)
 def _drop(operations: Operations, operation: DropIdFunctionsOp) -> None:
     _execute(operations, sql.load_drop(operation.version))
+
+
+@Operations.implementation_for(InstallLayoutFunctionsOp)
+def _install_layout(operations: Operations, operation: InstallLayoutFunctionsOp) -> None:
+    _execute(operations, operation.create_sql)
+
+
+@Operations.implementation_for(DropLayoutFunctionsOp)
+def _drop_layout(operations: Operations, operation: DropLayoutFunctionsOp) -> None:
+    _execute(operations, operation.drop_sql)

@@ -1,7 +1,7 @@
 """Django migration operations of idfields."""
 
 from idfields.migrations.django.convert import ConvertToKSortedId
-from idfields.migrations.django.functions import InstallIdFunctions
+from idfields.migrations.django.functions import InstallIdFunctions, InstallLayoutFunctions
 from idfields.migrations.django.online import (
     AddBigintShadow,
     BackfillBigintShadow,
@@ -14,6 +14,7 @@ __all__ = [
     "BackfillBigintShadow",
     "ConvertToKSortedId",
     "InstallIdFunctions",
+    "InstallLayoutFunctions",
     "SwapToBigint",
     "ValidateShadowConstraints",
 ]

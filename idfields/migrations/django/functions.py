@@ -1,7 +1,9 @@
-"""``InstallIdFunctions``: install (or upgrade) the database-side ID functions in a migration.
+"""``InstallIdFunctions``: install (or upgrade) the database-side ID functions in a migration;
+``InstallLayoutFunctions``: add ``idfields.next_<name>()`` for a user layout on top of them.
 
-The operation names an SQL version, so a migration replays the same way forever. PostgreSQL
-only: on other vendors, or where the router says no, it does nothing.
+Each operation names an SQL version (and stores the layout's definition), so a migration replays
+the same way forever. PostgreSQL only: on other vendors, or where the router says no, they do
+nothing.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 from idfields import sql
+from idfields.sql.layouts import LayoutLike, as_layout, render_layout_function
 
 
 class InstallIdFunctions(Operation):
@@ -35,18 +38,11 @@ class InstallIdFunctions(Operation):
         kwargs: dict[str, Any] = {"version": self.version}
         if self.from_version is not None:
             kwargs["from_version"] = self.from_version
-        return "idfields.migrations.django.InstallIdFunctions", [], kwargs
+        # The class name, as Django's own operations give it: OperationWriter prefixes the module.
+        return self.__class__.__name__, [], kwargs
 
     def state_forwards(self, app_label: str, state: ProjectState) -> None:
         """Functions are not model state."""
-
-    def _run(self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, script: str) -> None:
-        connection = schema_editor.connection
-        if connection.vendor != "postgresql" or not router.allow_migrate(
-            connection.alias, app_label
-        ):
-            return
-        schema_editor.execute(script, params=None)
 
     def database_forwards(
         self,
@@ -55,7 +51,7 @@ class InstallIdFunctions(Operation):
         from_state: ProjectState,
         to_state: ProjectState,
     ) -> None:
-        self._run(app_label, schema_editor, sql.load(self.version))
+        _run(app_label, schema_editor, sql.load(self.version))
 
     def database_backwards(
         self,
@@ -65,9 +61,9 @@ class InstallIdFunctions(Operation):
         to_state: ProjectState,
     ) -> None:
         if self.from_version is None:
-            self._run(app_label, schema_editor, sql.load_drop(self.version))
+            _run(app_label, schema_editor, sql.load_drop(self.version))
         else:
-            self._run(app_label, schema_editor, sql.load(self.from_version))
+            _run(app_label, schema_editor, sql.load(self.from_version))
 
     def describe(self) -> str:
         if self.from_version:
@@ -77,3 +73,60 @@ class InstallIdFunctions(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return f"idfields_functions_{self.version}"
+
+
+class InstallLayoutFunctions(Operation):
+    """Install ``idfields.next_<name>()`` and ``next_<name>_at(bigint)`` of a user layout over
+    SQL ``version`` (installed before by ``InstallIdFunctions``); the reverse drops them.
+
+    ``layout`` is a :class:`Layout` or its ``Layout.to_spec()`` dict; the migration file stores
+    the dict, so later edits of the project's layout do not change what this migration does.
+    """
+
+    reversible = True
+    reduces_to_sql = True
+
+    def __init__(self, layout: LayoutLike, version: str) -> None:
+        self.layout = as_layout(layout)
+        self.version = version
+        # Rendered now: an inexpressible layout fails when the migration is loaded.
+        self.create_sql, self.drop_sql = render_layout_function(self.layout, version)
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs = {"layout": self.layout.to_spec(), "version": self.version}
+        return self.__class__.__name__, [], kwargs
+
+    def state_forwards(self, app_label: str, state: ProjectState) -> None:
+        """Functions are not model state."""
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        _run(app_label, schema_editor, self.create_sql)
+
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        _run(app_label, schema_editor, self.drop_sql)
+
+    def describe(self) -> str:
+        return f"Install idfields.next_{self.layout.name}() (SQL {self.version})"
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"idfields_layout_{self.layout.name}"
+
+
+def _run(app_label: str, schema_editor: BaseDatabaseSchemaEditor, script: str) -> None:
+    connection = schema_editor.connection
+    if connection.vendor != "postgresql" or not router.allow_migrate(connection.alias, app_label):
+        return
+    schema_editor.execute(script, params=None)

@@ -10,8 +10,9 @@ DROP FUNCTION IF EXISTS idfields.next_traceid();
 DROP FUNCTION IF EXISTS idfields.next_traceid_at(bigint);
 DROP FUNCTION IF EXISTS idfields.next_snowflake();
 DROP FUNCTION IF EXISTS idfields.next_snowflake_at(bigint);
-DROP FUNCTION IF EXISTS idfields.time_slow_path(text, bigint, bigint, bigint, integer, boolean,
-    integer, integer, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS idfields.time_slow_path(text, bigint, bigint, bigint, integer, integer,
+    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS idfields.clock_us();
 DROP FUNCTION IF EXISTS idfields.clock_ms();
 DROP FUNCTION IF EXISTS idfields.backend_holder();
 DROP FUNCTION IF EXISTS idfields.lease_lock_key(text);

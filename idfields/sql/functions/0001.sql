@@ -35,7 +35,8 @@
 --
 -- CLOCK. clock_timestamp(), never now(): one statement may span many milliseconds. When the
 -- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
--- to 1 s ahead of the clock; further than that raises (SQLSTATE 22008) instead of repeating.
+-- to 1 s ahead of the clock, then waits for the clock (up to 1 s, like the app's generator);
+-- further than that raises (SQLSTATE 22008) instead of repeating.
 -- next_<layout>_at(now_tick) is the same expression with the clock given, a test hook.
 --
 -- DECIMALID. next_decimalid() uses the latest launch (public.idfields_launch) and takes a fresh
@@ -79,16 +80,28 @@ AS $$
     SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000
 $$;
 
+-- Unix microseconds of clock_timestamp(), for layouts whose unit or epoch is finer than 1 ms.
+CREATE OR REPLACE FUNCTION idfields.clock_us() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL SAFE
+AS $$
+    SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint
+$$;
+
 -- The slow path of the time-based generators, called by the hot functions with their layout's
 -- constants when the hot path cannot issue: first call of a transaction, a new tick, a tick's
 -- sequence used up. It claims or renews a node, refuses a clock that is too far behind, picks
 -- the tick, points the temporary sequence at it and returns that tick's first ID.
 -- 'idfields.<layout>' (transaction-local) = OID of pg_temp.idfields_<layout>: the hot path's
 -- switch; 'idfields.<layout>_lease' (session) = 'node:acquired_at_ms:expires_at_ms' of the claim.
+-- The layout is [constants] timestamp [constants] node [constants] sequence, in bits: the
+-- timestamp (ts_bits wide, unit_us microseconds a tick since epoch_us) sits ts_shift bits up,
+-- the node (node_min..node_max) node_shift bits up, the sequence (seq_min up to all ones) in the
+-- lowest seq_bits; "fixed" holds every constant field's bits. idfields.sql.layouts renders user
+-- layouts' hot paths over this same function.
 CREATE OR REPLACE FUNCTION idfields.time_slow_path(
-    layout text, now_tick bigint, epoch_ms bigint, unit_ms bigint, ts_bits integer,
-    wraps boolean, node_bits integer, seq_bits integer, seq_min bigint, max_ahead bigint,
-    lease_ms bigint
+    layout text, now_tick bigint, epoch_us bigint, unit_us bigint, ts_bits integer,
+    ts_shift integer, wraps boolean, node_shift integer, node_min integer, node_max integer,
+    seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint, lease_ms bigint
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
@@ -96,9 +109,11 @@ DECLARE
     seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
     lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
     key integer;
-    now_ms bigint := epoch_ms + now_tick * unit_ms;
+    now_ms bigint;
     period bigint := 1::bigint << ts_bits;
     seq_mask bigint := (1::bigint << seq_bits) - 1;
+    -- The bits of an ID that are neither timestamp nor sequence: node and constants.
+    middle bigint := 9223372036854775807 # ((period - 1) << ts_shift) # seq_mask;
     me text;
     pos bigint;
     pos_tick bigint;
@@ -107,6 +122,9 @@ DECLARE
     promise bigint;
     continues boolean;
     tick bigint;
+    wait_us bigint;
+    waited_us bigint := 0;
+    started bigint;
     cand record;
 BEGIN
     IF seq IS NULL THEN
@@ -121,7 +139,7 @@ BEGIN
     IF pos < 0 THEN  -- a new sequence: nothing issued yet
         pos_tick := now_tick - 1;
     ELSE
-        pos_tick := (pos - 1) >> (node_bits + seq_bits);
+        pos_tick := ((pos - 1) >> ts_shift) & (period - 1);
     END IF;
     IF wraps AND pos >= 0 THEN
         pos_tick := ((pos_tick - now_tick) % period + period) % period;
@@ -133,23 +151,42 @@ BEGIN
         promise := pg_catalog.split_part(lease, ':', 3)::bigint;
     END IF;
     -- Go on in the sequence's tick while its node is ours and the tick is not used up (a carry
-    -- out of the sequence bits changes the node bits and leaves the sequence bits at 0; the
-    -- slow path sets them to seq_min, so a continuation is above it).
-    continues := pos > 0 AND (pos >> seq_bits) & ((1 << node_bits) - 1) = claimed
+    -- out of the sequence bits changes the bits above them and leaves the sequence bits at 0;
+    -- the slow path sets them to seq_min, so a continuation is above it).
+    continues := pos > 0 AND pos & middle = (claimed::bigint << node_shift) | fixed
         AND pos & seq_mask > seq_min;
     tick := GREATEST(now_tick, pos_tick + CASE WHEN continues THEN 0 ELSE 1 END);
+    -- Ahead of the clock by more than max_ahead (this backend used up a second's worth of
+    -- ticks, or the clock stepped back): wait for the clock, up to 1 s in all, as the app's
+    -- generator does; the clock (or the test hook's now_tick) moves on by the time waited.
+    WHILE tick > now_tick + max_ahead LOOP
+        wait_us := (tick - max_ahead - now_tick) * unit_us;
+        EXIT WHEN waited_us + wait_us > 1000000;
+        waited_us := waited_us + wait_us;
+        started := idfields.clock_us();
+        PERFORM pg_catalog.pg_sleep(wait_us / 1000000.0);
+        now_tick := now_tick + GREATEST(idfields.clock_us() - started, 0) / unit_us;
+    END LOOP;
     IF tick > now_tick + max_ahead THEN
         RAISE EXCEPTION 'idfields: the clock is % ms behind the last % ID of this backend',
-            (tick - now_tick) * unit_ms, layout
+            (tick - now_tick) * unit_us / 1000, layout
             USING ERRCODE = '22008',
-            HINT = 'The server clock stepped back further than idfields carries forward (1 s). '
-                   'Wait for it to catch up; IDs resume by themselves, none is repeated.';
+            HINT = 'The server clock stepped back further than idfields carries forward (1 s, '
+                   'then up to 1 s of waiting). Wait for it to catch up; IDs resume by '
+                   'themselves, none is repeated.';
+    END IF;
+    now_ms := (epoch_us + now_tick * unit_us) / 1000;
+    IF NOT wraps AND tick >= period THEN
+        RAISE EXCEPTION 'idfields: layout % ran out of timestamps (% bits)', layout, ts_bits
+            USING ERRCODE = '22003',
+            HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
+                   'timestamp.';
     END IF;
     -- The tick must end inside the lease with half a lease to spare: renew, or claim a node.
-    IF claimed IS NULL OR epoch_ms + (tick + 1) * unit_ms > promise - lease_ms / 2 THEN
+    IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - lease_ms / 2) * 1000 THEN
         me := idfields.backend_holder();
         key := idfields.lease_lock_key(layout);
-        promise := GREATEST(now_ms, epoch_ms + (tick + 2) * unit_ms) + lease_ms;
+        promise := GREATEST(now_ms, (epoch_us + (tick + 2) * unit_us + 999) / 1000) + lease_ms;
         IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
             UPDATE public.idfields_node_lease AS l SET expires_at_ms = promise
             WHERE l.layout = time_slow_path.layout AND l.node = claimed
@@ -178,7 +215,7 @@ BEGIN
             -- Lapsed rows first (oldest first), then node numbers never used.
             FOR cand IN SELECT l.node, l.expires_at_ms FROM public.idfields_node_lease AS l
                 WHERE l.layout = time_slow_path.layout AND l.expires_at_ms < now_ms
-                  AND l.node BETWEEN 0 AND (1 << node_bits) - 1
+                  AND l.node BETWEEN node_min AND node_max
                 ORDER BY l.expires_at_ms
             LOOP
                 CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
@@ -188,15 +225,15 @@ BEGIN
                   AND l.expires_at_ms = cand.expires_at_ms;
                 IF FOUND THEN
                     claimed := cand.node;
-                    -- Fencing: start strictly after the previous holder's promise.
-                    tick := GREATEST(tick, (cand.expires_at_ms - epoch_ms) / unit_ms + 1);
+                    -- Fencing: start strictly after the tick holding the previous promise.
+                    tick := GREATEST(tick, (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
                     EXIT;
                 END IF;
                 PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
             END LOOP;
             IF claimed IS NULL THEN
                 FOR cand IN SELECT g.n AS node
-                    FROM pg_catalog.generate_series(0, (1 << node_bits) - 1) AS g(n)
+                    FROM pg_catalog.generate_series(node_min, node_max) AS g(n)
                     WHERE NOT EXISTS (SELECT FROM public.idfields_node_lease AS l
                                       WHERE l.layout = time_slow_path.layout AND l.node = g.n)
                 LOOP
@@ -214,7 +251,7 @@ BEGIN
             END IF;
             IF claimed IS NULL THEN
                 RAISE EXCEPTION 'idfields: no free % node: all % are held by live leases',
-                    layout, 1 << node_bits
+                    layout, node_max - node_min + 1
                     USING ERRCODE = '53400',
                     HINT = 'Every node of the layout is leased (see public.idfields_node_lease). '
                            'Use fewer connections that generate IDs, wait for dead holders'' '
@@ -225,14 +262,16 @@ BEGIN
             claimed || ':' || acquired || ':' || promise, false);
     END IF;
     PERFORM pg_catalog.set_config('idfields.' || layout, seq::oid::text, true);
-    -- The last tick the hot path may move to by itself: it ends half a lease before the lease.
-    PERFORM pg_catalog.set_config('idfields.' || layout || '_limit',
-        ((promise - lease_ms / 2 - epoch_ms) / unit_ms - 1)::text, true);
+    -- The last tick the hot path may move to by itself: it ends half a lease before the lease
+    -- (and, one tick later at most, inside the timestamp's range).
+    PERFORM pg_catalog.set_config('idfields.' || layout || '_limit', LEAST(
+        ((promise - lease_ms / 2) * 1000 - epoch_us) / unit_us - 1,
+        CASE WHEN NOT wraps THEN period - 2 END)::text, true);
     IF continues AND tick = pos_tick THEN
         RETURN pos;
     END IF;
     RETURN pg_catalog.setval(seq, ((CASE WHEN wraps THEN tick % period ELSE tick END)
-        << (node_bits + seq_bits)) | (claimed::bigint << seq_bits) | seq_min);
+        << ts_shift) | (claimed::bigint << node_shift) | fixed | seq_min);
 END
 $$;
 
@@ -270,8 +309,8 @@ AS $$
             'idfields.snowflake', true), '')::oid::regclass,
             (GREATEST(now_tick, (pg_catalog.lastval() >> 22) + 1) << 22)
             | (pg_catalog.lastval() & 4190208))
-        ELSE idfields.time_slow_path('snowflake', now_tick, 1704067200000, 1, 41, false, 10,
-            12, 0, 1000, 2000)
+        ELSE idfields.time_slow_path('snowflake', now_tick, 1704067200000000, 1000, 41, 22,
+            false, 12, 0, 1023, 12, 0, 0, 1000, 2000)
     END
 $$;
 
@@ -295,7 +334,7 @@ AS $$
                 << 22)
             | (pg_catalog.lastval() & 4190208))
         ELSE idfields.time_slow_path('snowflake', idfields.clock_ms() - 1704067200000,
-            1704067200000, 1, 41, false, 10, 12, 0, 1000, 2000)
+            1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)
     END
 $$;
 
@@ -310,7 +349,8 @@ AS $$
             'idfields.traceid', true), '')::oid::regclass) - ((now_tick & 33554431) << 38))
             & 9223371487103156223) - 1) & -4194304) = 0
         THEN pg_catalog.lastval()
-        ELSE idfields.time_slow_path('traceid', now_tick, 0, 1000, 25, true, 16, 22, 1, 1, 5000)
+        ELSE idfields.time_slow_path('traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
+            65535, 22, 1, 0, 1, 5000)
     END
 $$;
 
@@ -322,8 +362,8 @@ AS $$
             - (((idfields.clock_ms() / 1000) & 33554431) << 38))
             & 9223371487103156223) - 1) & -4194304) = 0
         THEN pg_catalog.lastval()
-        ELSE idfields.time_slow_path('traceid', idfields.clock_ms() / 1000, 0, 1000, 25, true,
-            16, 22, 1, 1, 5000)
+        ELSE idfields.time_slow_path('traceid', idfields.clock_ms() / 1000, 0, 1000000, 25, 38,
+            true, 22, 0, 65535, 22, 1, 0, 1, 5000)
     END
 $$;
 

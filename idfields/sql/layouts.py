@@ -1,0 +1,293 @@
+"""Database-side ID functions for user layouts: ``idfields.next_<name>()`` and its test hook
+``idfields.next_<name>_at(now_tick bigint)``, rendered in the style of the built-in ones.
+
+A binary layout ``[Constant...] Timestamp [Constant...] Node [Constant...] Sequence`` can be
+expressed: the same inlined SQL hot path as ``next_snowflake()`` (non-wrapping timestamps) or
+``next_traceid()`` (wrapping ones) over a per-backend temporary sequence, and the same PL/pgSQL
+slow path, ``idfields.time_slow_path(...)`` of SQL version 0001, called with the layout's
+constants. Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
+
+The SQL depends only on the layout's data and the SQL version, so a migration that stores both
+(``Layout.to_spec()`` and ``"0001"``) replays the same way forever: the template of a released
+version is never edited; a new slow path gets a new version and a new template beside this one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from idfields.errors import LayoutError
+from idfields.layouts import Constant, Layout, Node, Sequence, Timestamp
+
+#: SQL versions whose slow path user layouts can be rendered against.
+VERSIONS = ("0001",)
+
+#: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
+LayoutLike: TypeAlias = Layout | Mapping[str, Any]
+
+# 'idfields_' + name must fit PostgreSQL's 63-byte identifiers (the temporary sequence); GUC
+# names fold case, so only lowercase names.
+_NAME = re.compile(r"[a-z_][a-z0-9_]{0,53}")
+# Names whose functions or settings ('idfields.<name>', '_lease', '_limit') 0001 already uses.
+_TAKEN = frozenset({"snowflake", "traceid", "decimalid", "decimalid_generator"})
+_SUFFIXES = ("_lease", "_limit")
+_CLOCK_UNITS = ("s", "10ms", "ms", "us")  # clock_timestamp() has microseconds, no finer
+_MIN_WRAP_S = 86_400
+_SIGN = -(2**63)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """Where the fields of an expressible layout sit, in the slow path's terms."""
+
+    name: str
+    epoch_us: int
+    unit_us: int
+    ts_bits: int
+    ts_shift: int
+    wraps: bool
+    node_shift: int
+    node_min: int
+    node_max: int
+    seq_bits: int
+    seq_min: int
+    top: int  # constant bits above the timestamp
+    fixed: int  # every constant field's bits
+
+    @property
+    def seq_mask(self) -> int:
+        return (1 << self.seq_bits) - 1
+
+    @property
+    def max_ahead(self) -> int:
+        """Ticks a backend may run ahead of the clock: 1 s, like the built-ins."""
+        return max(1, 1_000_000 // self.unit_us)
+
+    @property
+    def lease_ms(self) -> int:
+        """2 s, or five ticks when ticks are long (traceid's 5 s)."""
+        return max(2000, 5 * self.unit_us // 1000)
+
+
+def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, str]:
+    """(create SQL, drop SQL) of ``idfields.next_<name>()`` and ``next_<name>_at(bigint)``."""
+    if version not in VERSIONS:
+        raise ValueError(
+            f"idfields renders layout functions for SQL versions {', '.join(VERSIONS)}, "
+            f"not {version!r}; name one of those (and install it with InstallIdFunctions)"
+        )
+    shape = _shape(layout)
+    clock = _clock(shape)
+    render = _render_wrapping if shape.wraps else _render_growing
+    function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
+    create = (
+        f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
+        f"AS $$\n{render(shape, 'now_tick')}\n$$;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
+        f"AS $$\n{render(shape, clock)}\n$$;\n"
+    )
+    drop = (
+        f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
+        f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+    )
+    return create, drop
+
+
+def as_layout(layout: LayoutLike) -> Layout:
+    """A migration's layout argument as a :class:`Layout` (a stored spec is rebuilt)."""
+    return layout if isinstance(layout, Layout) else Layout.from_spec(layout)
+
+
+# -- what can be expressed ----------------------------------------------------------------------
+
+
+def _shape(layout: Layout) -> _Shape:
+    def fail(problem: str, fix: str) -> LayoutError:
+        return LayoutError(
+            f"layout {layout.name!r} cannot be generated inside PostgreSQL: {problem}; {fix}"
+        )
+
+    name = layout.name
+    if not _NAME.fullmatch(name):
+        raise fail(
+            "its name is not a safe SQL identifier part",
+            "name it with 1-54 lowercase letters, digits and underscores, not starting with a "
+            "digit (it becomes idfields.next_<name>() and pg_temp.idfields_<name>)",
+        )
+    if name in _TAKEN or name.endswith(_SUFFIXES):
+        raise fail(
+            "its name is used by the built-in functions (idfields.next_snowflake(), "
+            "next_traceid(), next_decimalid()) or ends in _lease/_limit, their settings' suffixes",
+            "install built-in layouts with InstallIdFunctions, and rename a user layout",
+        )
+    if layout.base != 2:
+        raise fail(
+            "it is decimal (base 10), and the hot path counts by one in the lowest bits",
+            "use a binary layout, or use idfields.next_decimalid() for DecimalId",
+        )
+    kinds = [type(spec) for spec in layout.fields]
+    for kind in (Timestamp, Node, Sequence):
+        if kinds.count(kind) != 1:
+            raise fail(
+                f"it has {kinds.count(kind)} {kind.__name__} fields, and the database functions "
+                f"need exactly one",
+                "shape it Timestamp | Node | Sequence (Constant fields may sit above the Sequence)",
+            )
+    if kinds[-1] is not Sequence:
+        raise fail(
+            "its Sequence is not the last (lowest) field",
+            "put the Sequence last: the database counts IDs up by one",
+        )
+    if kinds.index(Node) < kinds.index(Timestamp):
+        raise fail(
+            "its Node comes before the Timestamp, so its IDs are not k-sorted across nodes",
+            "put the Timestamp first (Timestamp | Node | Sequence)",
+        )
+    spec = next(field for field in layout.fields if isinstance(field, Timestamp))
+    stamp, node, sequence = layout[spec.name], layout.node_fields[0], layout.placed[-1]
+    if spec.unit not in _CLOCK_UNITS:
+        raise fail(
+            f"its timestamp unit {spec.unit!r} is finer than PostgreSQL's clock (1 us)",
+            f"use one of {', '.join(_CLOCK_UNITS)}",
+        )
+    if stamp.minimum != 0 or stamp.maximum != stamp.radix - 1:
+        raise fail(
+            "its Timestamp range is narrowed",
+            "drop the Timestamp's minimum/maximum, or narrow its width instead",
+        )
+    if sequence.maximum != sequence.radix - 1:
+        raise fail(
+            f"its Sequence stops at {sequence.maximum}, below its width's {sequence.radix - 1}",
+            "drop the Sequence's maximum, or narrow its width instead",
+        )
+    if node.maximum > 2**31 - 1:
+        raise fail(
+            f"its Node reaches {node.maximum}, past the lease table's integer column",
+            "give the Node at most 31 bits (or a maximum below 2**31)",
+        )
+    unit_us = layout.unit_ns // 1000
+    if spec.wraps and stamp.radix * unit_us < _MIN_WRAP_S * 1_000_000:
+        raise fail(
+            "its wrapping timestamp repeats in less than a day, so a transaction left open "
+            "that long could reissue IDs on a node it no longer leases",
+            "widen the timestamp (or use a coarser unit) so one period lasts at least a day",
+        )
+    constants = [p for p in layout.placed if isinstance(p.spec, Constant)]
+    return _Shape(
+        name=name,
+        epoch_us=layout.epoch_ns // 1000,
+        unit_us=unit_us,
+        ts_bits=spec.width,
+        ts_shift=_bits(stamp.multiplier),
+        wraps=spec.wraps,
+        node_shift=_bits(node.multiplier),
+        node_min=node.minimum,
+        node_max=node.maximum,
+        seq_bits=sequence.spec.width,
+        seq_min=sequence.minimum,
+        top=sum(p.minimum * p.multiplier for p in constants if p.multiplier > stamp.multiplier),
+        fixed=sum(p.minimum * p.multiplier for p in constants),
+    )
+
+
+def _bits(multiplier: int) -> int:
+    return multiplier.bit_length() - 1
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _clock(shape: _Shape) -> str:
+    """The current tick as SQL: whole milliseconds where the layout allows, else microseconds."""
+    if shape.epoch_us % 1000 == 0 and shape.unit_us % 1000 == 0:
+        clock, epoch, unit = "idfields.clock_ms()", shape.epoch_us // 1000, shape.unit_us // 1000
+    else:
+        clock, epoch, unit = "idfields.clock_us()", shape.epoch_us, shape.unit_us
+    if epoch:
+        clock = f"({clock} {'-' if epoch > 0 else '+'} {abs(epoch)})"
+    return clock if unit == 1 else f"({clock} / {unit})"
+
+
+def _sequence(shape: _Shape) -> str:
+    """This backend's temporary sequence, found through the transaction-local setting."""
+    setting = _literal(f"idfields.{shape.name}")
+    return f"NULLIF(pg_catalog.current_setting({setting}, true), '')::oid::regclass"
+
+
+def _slow_path(shape: _Shape, now: str) -> str:
+    arguments = [
+        _literal(shape.name),
+        now,
+        shape.epoch_us,
+        shape.unit_us,
+        shape.ts_bits,
+        shape.ts_shift,
+        str(shape.wraps).lower(),
+        shape.node_shift,
+        shape.node_min,
+        shape.node_max,
+        shape.seq_bits,
+        shape.seq_min,
+        shape.fixed,
+        shape.max_ahead,
+        shape.lease_ms,
+    ]
+    return f"idfields.time_slow_path({', '.join(str(a) for a in arguments)})"
+
+
+def _with_top(shape: _Shape, bits: str) -> str:
+    return f"({bits} | {shape.top})" if shape.top else bits
+
+
+def _render_growing(shape: _Shape, now: str) -> str:
+    """next_snowflake()'s expression: an ID in a validated tick not behind the clock, whose
+    sequence bits did not carry, is returned; inside the validated window the expression moves
+    to a new tick itself; anything else takes the slow path."""
+    s = shape.ts_shift
+    last_tick = f"(pg_catalog.lastval() >> {s})"
+    if shape.top:
+        last_tick = f"({last_tick} & {(1 << shape.ts_bits) - 1})"
+    middle = ((1 << s) - 1) ^ shape.seq_mask  # node and constant bits below the timestamp
+    low = shape.top | shape.seq_min
+    limit = _literal(f"idfields.{shape.name}_limit")
+    return f"""    SELECT CASE
+        WHEN ((pg_catalog.nextval({_sequence(shape)})
+            - {_with_top(shape, f"({now} << {s})")}) & {_SIGN | shape.seq_mask}) > 0
+        THEN pg_catalog.lastval()
+        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
+        -- nextval() above ran).
+        WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
+            THEN (pg_catalog.lastval() & {shape.seq_mask}) <> 0 END
+        THEN pg_catalog.setval({_sequence(shape)},
+            (GREATEST({now}, {last_tick} + 1) << {s})
+            | (pg_catalog.lastval() & {middle}){f" | {low}" if low else ""})
+        ELSE {_slow_path(shape, now)}
+    END"""
+
+
+def _render_wrapping(shape: _Shape, now: str) -> str:
+    """next_traceid()'s expression: the ID's tick is now or now + 1 modulo the period (bits
+    above the lowest tick bit of the difference are zero) and its sequence did not carry."""
+    s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
+    kept = ((period_mask - 1) << s) | shape.seq_mask
+    return f"""    SELECT CASE
+        WHEN ((((pg_catalog.nextval({_sequence(shape)})
+            - {_with_top(shape, f"(({now} & {period_mask}) << {s})")}) & {kept}) - 1)
+            & {-(1 << shape.seq_bits)}) = 0
+        THEN pg_catalog.lastval()
+        ELSE {_slow_path(shape, now)}
+    END"""

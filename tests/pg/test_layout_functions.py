@@ -1,0 +1,372 @@
+"""User layouts inside PostgreSQL: idfields.next_<name>() rendered from a Layout, over the same
+slow path as the built-ins; past a narrow sequence's capacity, with constants, wrapping, seconds;
+the layouts it refuses; the Django and Alembic operations that install it."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from alembic import command
+from databases import DbUrl
+from psycopg import sql
+
+from idfields import sql as idsql
+from idfields.errors import LayoutError
+from idfields.layouts import (
+    DECIMAL,
+    GLOBALID,
+    RUNID,
+    SNOWFLAKE,
+    Constant,
+    Layout,
+    Node,
+    Sequence,
+    Timestamp,
+)
+from idfields.sql.layouts import VERSIONS, render_layout_function
+from tests.pg.conftest import TABLES
+from tests.pg.test_install_ops import alembic_config, django_connection, run
+
+__all__ = ["django_connection"]  # a fixture, imported for the Django tests below
+
+EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
+NARROW = Layout("narrow", [Timestamp(41, unit="ms", epoch=EPOCH), Node(10), Sequence(4)])
+COARSE = Layout("coarse", [Timestamp(32, unit="s", epoch=EPOCH), Node(8), Sequence(23)])
+TAGGED = Layout(  # constants above the timestamp, between it and the node, above the sequence
+    "tagged",
+    [
+        Constant(2, value=2, name="version"),
+        Timestamp(41, unit="ms", epoch=EPOCH),
+        Constant(1, value=1, name="region"),
+        Node(8, minimum=3, maximum=200),
+        Constant(1, value=1, name="flag"),
+        Sequence(5, minimum=1),
+    ],
+)
+WRAPPING = Layout(  # a period of 2**30 ms, about 12 days
+    "wrapping",
+    [Constant(1, value=1), Timestamp(30, unit="ms", wraps=True), Node(8), Sequence(10)],
+)
+FINE = Layout("fine", [Timestamp(50, unit="us", epoch=EPOCH), Node(6), Sequence(7)])
+LAYOUTS = (NARROW, COARSE, TAGGED, WRAPPING, FINE)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def installed(pg_kwargs: dict[str, object]) -> None:
+    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        for layout in LAYOUTS:
+            conn.execute(render_layout_function(layout, "0001")[0].encode())
+
+
+def next_id(layout: Layout) -> sql.Composable:
+    return sql.SQL("idfields.{}()").format(sql.Identifier(f"next_{layout.name}"))
+
+
+def next_at(layout: Layout, tick: int) -> sql.Composable:
+    name = sql.Identifier(f"next_{layout.name}_at")
+    return sql.SQL("idfields.{}({})").format(name, sql.Literal(tick))
+
+
+def ids_of(conn: psycopg.Connection, expression: sql.Composable, n: int) -> list[int]:
+    query = sql.SQL("SELECT {} FROM generate_series(1, %s::integer)").format(expression)
+    return [row[0] for row in conn.execute(query, [n]).fetchall()]
+
+
+def server_ns(conn: psycopg.Connection) -> int:
+    return int(conn.execute("SELECT idfields.clock_us()").fetchone()[0]) * 1000
+
+
+def leased_node(conn: psycopg.Connection, layout: Layout) -> int:
+    row = conn.execute(
+        "SELECT node FROM public.idfields_node_lease WHERE layout = %s AND holder LIKE %s",
+        [layout.name, f"pg:{conn.info.backend_pid}:%"],
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def release(conn: psycopg.Connection, layout: Layout) -> None:
+    """Hand back a node whose lease a test clock pushed into the future."""
+    conn.execute(
+        "DELETE FROM public.idfields_node_lease WHERE layout = %s AND holder LIKE %s",
+        [layout.name, f"pg:{conn.info.backend_pid}:%"],
+    )
+
+
+@pytest.fixture
+def table(connect: Any) -> Iterator[str]:
+    admin = connect()
+    admin.execute("DROP TABLE IF EXISTS narrow_rows")
+    admin.execute(
+        "CREATE TABLE narrow_rows (id bigint PRIMARY KEY DEFAULT idfields.next_narrow(), "
+        "conn integer NOT NULL, n integer NOT NULL)"
+    )
+    yield "narrow_rows"
+    admin.execute("DROP TABLE narrow_rows")
+
+
+def insert(conn: psycopg.Connection, index: int, rows: int) -> None:
+    conn.execute(
+        "INSERT INTO narrow_rows (conn, n) SELECT %s, g FROM generate_series(1, %s::integer) g",
+        [index, rows],
+    )
+
+
+def test_one_insert_of_50000_rows_past_16_ids_a_millisecond(connect: Any, table: str) -> None:
+    conn = connect()
+    before = server_ns(conn)
+    insert(conn, 0, 50_000)  # 3.1 s of the layout's capacity: it runs 1 s ahead, then waits
+    after = server_ns(conn)
+    ids = [r[0] for r in conn.execute("SELECT id FROM narrow_rows ORDER BY n").fetchall()]
+    assert len(ids) == len(set(ids)) == 50_000
+    assert ids == sorted(ids)
+    decoded = [NARROW.decode(i) for i in ids]
+    assert all(d.in_layout for d in decoded)
+    assert {d.values["node"] for d in decoded} == {leased_node(conn, NARROW)}
+    times = [d.time_ns for d in decoded if d.time_ns is not None]
+    assert before - 10**6 <= min(times) and max(times) <= after + 10**9
+    assert after - before >= (50_000 // 16 - 1_000) * 10**6  # it waited for the clock
+
+
+def test_concurrent_connections_hold_their_own_nodes(connect: Any, table: str) -> None:
+    errors: list[BaseException] = []
+    nodes: dict[int, int] = {}
+
+    def work(index: int) -> None:
+        try:
+            conn = connect()
+            insert(conn, index, 20_000)
+            nodes[index] = leased_node(conn, NARROW)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    rows = connect().execute("SELECT conn, n, id FROM narrow_rows ORDER BY conn, n").fetchall()
+    assert len(rows) == len({row[2] for row in rows}) == 60_000
+    assert len(set(nodes.values())) == 3
+    for index, group in itertools.groupby(rows, key=lambda row: row[0]):
+        ids = [row[2] for row in group]
+        assert ids == sorted(ids)
+        assert {NARROW.decode(i).values["node"] for i in ids} == {nodes[index]}
+
+
+def test_the_hot_path_is_inlined_into_the_statement(connect: Any) -> None:
+    plan = connect().execute("EXPLAIN VERBOSE SELECT idfields.next_narrow()").fetchall()
+    text = "\n".join(row[0] for row in plan)
+    assert "nextval(" in text and "next_narrow" not in text
+
+
+def test_clock_stepping_back_carries_forward_then_refuses(connect: Any) -> None:
+    conn = connect()
+    now = NARROW.tick_of(server_ns(conn))
+    first = ids_of(conn, next_at(NARROW, now), 10)
+    back = ids_of(conn, next_at(NARROW, now - 500), 5000)  # 313 ticks: ahead, within 1 s
+    assert first + back == sorted(set(first + back))
+    assert max(NARROW.decode(i).values["timestamp"] for i in back) > now + 300
+    with pytest.raises(psycopg.errors.DatetimeFieldOverflow) as caught:
+        ids_of(conn, next_at(NARROW, now - 5000), 10)
+    assert "clock is" in str(caught.value) and caught.value.diag.message_hint
+    after = ids_of(conn, next_at(NARROW, now + 2000), 10)
+    assert after == sorted(after) and after[0] > back[-1]
+    release(conn, NARROW)
+
+
+def test_seconds_and_microseconds_units_follow_the_clock(connect: Any) -> None:
+    conn = connect()
+    for layout in (COARSE, FINE):
+        before = server_ns(conn)
+        ids = ids_of(conn, next_id(layout), 20_000)
+        after = server_ns(conn)
+        assert ids == sorted(set(ids))
+        decoded = [layout.decode(i) for i in ids]
+        assert {d.values["node"] for d in decoded} == {leased_node(conn, layout)}
+        unit = layout.unit_ns
+        times = [d.time_ns for d in decoded if d.time_ns is not None]
+        assert before - unit <= min(times) and max(times) <= after + 10**9
+
+
+def test_constants_stay_in_place_across_sequence_carries(connect: Any) -> None:
+    conn = connect()
+    ids = ids_of(conn, next_id(TAGGED), 20_000)  # 32 IDs a tick: 625 carries
+    assert ids == sorted(set(ids))
+    decoded = [TAGGED.decode(i) for i in ids]
+    assert all(d.in_layout for d in decoded)
+    assert {(d.values["version"], d.values["region"], d.values["flag"]) for d in decoded} == {
+        (2, 1, 1)
+    }
+    assert min(d.values["sequence"] for d in decoded) == 1
+    assert 3 <= leased_node(conn, TAGGED) <= 200
+
+
+def test_wrapping_layout_crosses_its_wrap_without_repeating(connect: Any) -> None:
+    conn = connect()
+    now = WRAPPING.tick_of(server_ns(conn))
+    wrap = (now // 2**30 + 1) * 2**30
+    ids: list[int] = []
+    try:
+        for tick in range(wrap - 2, wrap + 2):  # a test clock passing the wrap
+            ids += ids_of(conn, next_at(WRAPPING, tick), 3000)  # 3 ticks' worth each
+    finally:
+        release(conn, WRAPPING)
+    reference = WRAPPING.epoch_ns + (wrap + 100) * WRAPPING.unit_ns
+    decoded = [WRAPPING.decode(i, reference_ns=reference) for i in ids]
+    assert len(set(ids)) == len(ids) and all(d.in_layout for d in decoded)
+    assert {d.values["version"] for d in decoded} == {1}
+    keys = [(d.time_ns, d.values["sequence"]) for d in decoded]
+    assert keys == sorted(keys)
+    assert sum(b < a for a, b in itertools.pairwise(ids)) == 1  # the raw integers wrap once
+
+
+def sequence_first() -> Layout:
+    return Layout("seqfirst", [Timestamp(41, epoch=EPOCH), Sequence(12), Node(10)])
+
+
+@pytest.mark.parametrize(
+    ("layout", "problem"),
+    [
+        (DECIMAL, "it is decimal"),
+        (GLOBALID, "Node comes before the Timestamp"),
+        (RUNID, "0 Timestamp fields"),
+        (Layout("nonode", [Timestamp(41, epoch=EPOCH), Sequence(12)]), "0 Node fields"),
+        (Layout("noseq", [Timestamp(41, epoch=EPOCH), Node(10)]), "0 Sequence fields"),
+        (sequence_first(), "Sequence is not the last"),
+        (Layout("Bad-Name", [Timestamp(41, epoch=EPOCH), Node(10), Sequence(12)]), "safe SQL"),
+        (SNOWFLAKE, "used by the built-in"),
+        (Layout("x_lease", [Timestamp(41, epoch=EPOCH), Node(10), Sequence(12)]), "_lease"),
+        (
+            Layout("tenth_us", [Timestamp(55, unit="100ns", epoch=EPOCH), Node(4), Sequence(3)]),
+            "finer than PostgreSQL's clock",
+        ),
+        (
+            Layout("short", [Timestamp(20, unit="ms", wraps=True), Node(10), Sequence(12)]),
+            "repeats in less than a day",
+        ),
+        (
+            Layout("wide", [Timestamp(30, unit="s", epoch=EPOCH), Node(32), Sequence(1)]),
+            "past the lease table's integer column",
+        ),
+        (
+            Layout("capped", [Timestamp(41, epoch=EPOCH), Node(10), Sequence(4, maximum=9)]),
+            "stops at 9",
+        ),
+    ],
+)
+def test_inexpressible_layouts_are_refused_with_the_fix(layout: Layout, problem: str) -> None:
+    with pytest.raises(LayoutError, match="cannot be generated inside PostgreSQL") as caught:
+        render_layout_function(layout)
+    message = str(caught.value)
+    assert problem in message and f"layout {layout.name!r}" in message
+    assert ";" in message  # the problem, then the fix
+
+
+def test_unknown_sql_version_is_refused() -> None:
+    with pytest.raises(ValueError, match="not '0002'"):
+        render_layout_function(NARROW, "0002")
+
+
+# --- migration operations on a fresh database ------------------------------------------------
+
+
+def functions_in(url: DbUrl) -> set[str]:
+    with psycopg.connect(**url.psycopg_kwargs()) as conn:
+        rows = conn.execute(
+            "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+            "WHERE n.nspname = 'idfields'"
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def generates(url: DbUrl, layout: Layout) -> list[int]:
+    with psycopg.connect(**url.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(TABLES)
+        return ids_of(conn, next_id(layout), 100)
+
+
+def test_django_operation_round_trips_through_a_migration_file(
+    django_connection: Any, empty_database: DbUrl
+) -> None:
+    from django.db.migrations.writer import OperationWriter
+
+    from idfields.migrations.django import InstallIdFunctions, InstallLayoutFunctions
+
+    operation = InstallLayoutFunctions(layout=NARROW, version="0001")
+    source, imports = OperationWriter(operation, indentation=0).serialize()
+    assert "'kind': 'sequence'" in source and "'width': 4" in source  # the layout's fields
+    namespace: dict[str, Any] = {}
+    exec("\n".join(sorted(imports)) + "\nrebuilt = " + source.rstrip(","), namespace)
+    rebuilt = namespace["rebuilt"]
+    assert rebuilt.layout == NARROW and rebuilt.deconstruct() == operation.deconstruct()
+
+    run(django_connection, InstallIdFunctions("0001"), "forwards")
+    run(django_connection, rebuilt, "forwards")
+    assert {"next_narrow", "next_narrow_at"} <= functions_in(empty_database)
+    ids = generates(empty_database, NARROW)
+    assert ids == sorted(set(ids))
+    run(django_connection, rebuilt, "backwards")
+    left = functions_in(empty_database)
+    assert "next_narrow" not in left and "next_narrow_at" not in left
+    assert "next_snowflake" in left  # only the layout's functions went
+    with pytest.raises(LayoutError, match="it is decimal"):
+        InstallLayoutFunctions(layout=DECIMAL.to_spec(), version="0001")
+
+
+MIGRATION = '''
+"""a user layout's ID functions"""
+from idfields.migrations.alembic import op
+
+revision = "0002"
+down_revision = "0001"
+branch_labels = None
+depends_on = None
+
+LAYOUT = {spec!r}
+
+
+def upgrade() -> None:
+    op.install_layout_functions(LAYOUT, "0001")
+
+
+def downgrade() -> None:
+    op.drop_layout_functions(LAYOUT, "0001")
+'''
+
+
+def test_alembic_operations_upgrade_and_downgrade(empty_database: DbUrl, tmp_path: Path) -> None:
+    config, output = alembic_config(tmp_path, empty_database)
+    versions = tmp_path / "migrations" / "versions"
+    (versions / "0002_layout.py").write_text(MIGRATION.format(spec=NARROW.to_spec()))
+    command.upgrade(config, "head", sql=True)
+    assert 'CREATE OR REPLACE FUNCTION idfields."next_narrow"()' in output.getvalue()
+    command.upgrade(config, "head")
+    ids = generates(empty_database, NARROW)
+    assert ids == sorted(set(ids))
+    command.downgrade(config, "0001")
+    left = functions_in(empty_database)
+    assert "next_narrow" not in left and "next_snowflake" in left
+    command.downgrade(config, "base")
+    assert not functions_in(empty_database)
+
+
+def test_alembic_layout_operations_reverse_each_other() -> None:
+    from idfields.migrations.alembic.functions import (
+        DropLayoutFunctionsOp,
+        InstallLayoutFunctionsOp,
+    )
+
+    install = InstallLayoutFunctionsOp(NARROW.to_spec(), "0001")
+    assert isinstance(install.reverse(), DropLayoutFunctionsOp)
+    assert install.reverse().layout == NARROW
+    assert isinstance(install.reverse().reverse(), InstallLayoutFunctionsOp)
+    assert idsql.LATEST in VERSIONS  # a new SQL version needs its layout template too
