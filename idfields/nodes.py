@@ -10,6 +10,7 @@ Lease sources (the database coordination of the ORM layers) give a fresh value e
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -71,8 +72,45 @@ def validate_values(layout: Layout, values: Mapping[str, int], origin: str) -> d
     return checked
 
 
+class _FixedClaims:
+    """How far this process's generators issued on each fixed node, so a generator rebuilt on a
+    node (after close, or a settings change) starts after its predecessor's IDs, as a lease
+    would. A layout without a timestamp cannot be fenced (its counter restarts), so its block is
+    handed out once per process. Two generators used at the same time on one fixed node are a
+    configuration error no source can fence: give each process one generator per layout.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._issued_until: dict[tuple[Layout, tuple[tuple[str, int], ...]], int] = {}
+        os.register_at_fork(after_in_child=self._after_fork)
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()  # the parent's may have been held by another thread
+
+    def claim(self, layout: Layout, values: dict[str, int], description: str) -> Assignment:
+        key = (layout, tuple(sorted(values.items())))
+        with self._lock:
+            if layout.timestamp is None and key in self._issued_until:
+                raise NodeError(
+                    f"{description} of layout {layout.name!r} was used by this process and "
+                    "cannot be renewed: its counter would start again and repeat IDs. Use a "
+                    "source that hands out fresh values (DecimalSource, RunIdSource)"
+                )
+            fence = self._issued_until.setdefault(key, 0)
+
+        def release(issued_until_ns: int) -> None:
+            with self._lock:
+                self._issued_until[key] = max(self._issued_until[key], issued_until_ns)
+
+        return Assignment(values, not_before_ns=fence, release=release)
+
+
+_fixed_claims = _FixedClaims()
+
+
 class _OncePerProcess:
-    """Shared rule of fixed sources: one acquisition per process, never two sequences at once."""
+    """Shared rule of fixed sources: never in two processes, never two generators at once."""
 
     description = "a fixed node"
 
@@ -85,22 +123,16 @@ class _OncePerProcess:
 
     def acquire(self, layout: Layout) -> Assignment:
         pid = os.getpid()
-        if self._given_to_pid == pid:
-            raise NodeError(
-                f"{self.description} was already used by this process and cannot be renewed "
-                f"(layout {layout.name!r} used up its sequence); use a lease source that hands "
-                "out fresh values (the Django or SQLAlchemy coordination)"
-            )
-        if self._given_to_pid is not None:
+        if self._given_to_pid not in (None, pid):
             raise NodeError(
                 f"{self.description} belongs to the parent process (pid {self._given_to_pid}); "
                 f"this forked child (pid {pid}) must not continue its sequence. Give each process "
                 "its own node (a lease source, or IDFIELDS_NODE_ID set per worker), or create "
                 "the generator after the fork"
             )
-        values = self.values_for(layout)
+        assignment = _fixed_claims.claim(layout, self.values_for(layout), self.description)
         self._given_to_pid = pid
-        return Assignment(values)
+        return assignment
 
 
 class StaticNode(_OncePerProcess):

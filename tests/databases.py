@@ -371,7 +371,9 @@ def _wait_for_mysql(url: DbUrl, server: subprocess.Popen[bytes], log: Path) -> N
         try:
             pymysql.connect(**url.pymysql_kwargs(), connect_timeout=1).close()
             return
-        except (pymysql.err.MySQLError, OSError):  # refused or reset while it starts
+        # pymysql.MySQLError, not pymysql.err.MySQLError: once Django imports MySQLdb.* (that is
+        # pymysql after install_as_MySQLdb), pymysql.err names a second copy of the module.
+        except (pymysql.MySQLError, OSError):  # refused or reset while it starts
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"mariadbd did not come up: {_tail(log)}") from None
             time.sleep(0.1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import subprocess
@@ -34,7 +35,9 @@ from idfields.generators.hotpath import PureTimeCore
 from idfields.layouts import DECIMAL, SNOWFLAKE
 
 MS = 1_000_000
-START_NS = 1_790_000_000_000 * MS  # 2026-09-21, a fixed point for the fake clock
+# A fixed point for the fake clock, after anything real-clock tests issue: a node they used is
+# fenced after their IDs, and a fake clock behind that fence would (rightly) have to wait.
+START_NS = 1_900_000_000_000 * MS  # 2030-03-17
 
 
 class FakeClock:
@@ -73,8 +76,13 @@ class ForkPool:
         return Assignment({layout.node_fields[0].name: node})
 
 
+_fresh_nodes = itertools.count(100)
+
+
 def snowflake(clock: FakeClock, **options: int) -> TimeGenerator:
-    generator = make_generator("snowflake", node=7, clock=clock, sleep=clock.sleep, **options)
+    """A generator on a node no other test used (a reused node is fenced after its last IDs)."""
+    node = next(_fresh_nodes)
+    generator = make_generator("snowflake", node=node, clock=clock, sleep=clock.sleep, **options)
     assert isinstance(generator, TimeGenerator)
     return generator
 
@@ -419,11 +427,11 @@ def test_an_unrenewable_lease_stops_at_its_expiry() -> None:
 # -- the compiled hot path -------------------------------------------------------------------------
 
 
-def _scripted_run(generator_class: type[TimeGenerator]) -> list[int]:
+def _scripted_run(generator_class: type[TimeGenerator], node: int) -> list[int]:
     """A clock that moves, stalls, steps back and jumps, with single calls and take()."""
     clock = FakeClock()
     generator = generator_class(
-        "snowflake", node=11, clock=clock, sleep=clock.sleep, max_skew_ns=3 * MS
+        "snowflake", node=node, clock=clock, sleep=clock.sleep, max_skew_ns=3 * MS
     )
     ids: list[int] = []
     for step in range(3000):
@@ -442,8 +450,9 @@ def test_compiled_and_pure_cores_issue_the_same_ids() -> None:
     class PureTimeGenerator(PureTimeCore, TimeGenerator):  # the reference logic on the same state
         pass
 
-    compiled, pure = _scripted_run(TimeGenerator), _scripted_run(PureTimeGenerator)
-    assert compiled == pure
+    compiled = _scripted_run(TimeGenerator, node=11)
+    pure = _scripted_run(PureTimeGenerator, node=12)
+    assert [value - (11 << 12) for value in compiled] == [value - (12 << 12) for value in pure]
     assert_strictly_increasing(compiled)
 
 
@@ -452,3 +461,23 @@ def test_the_pure_core_is_forced_by_the_environment() -> None:
     env = {**os.environ, "IDFIELDS_PURE_PYTHON": "1"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.strip() == "False"
+
+
+# -- fixed nodes within one process ----------------------------------------------------------------
+
+
+def test_a_rebuilt_generator_on_the_same_node_never_repeats() -> None:
+    clock = FakeClock(START_NS + 10_000 * MS)  # a frozen clock: every ID in one millisecond
+    before = make_generator("snowflake", node=901, clock=clock, sleep=clock.sleep).take(100)
+    # the first generator is dropped here (as a settings change drops it); its node is fenced
+    after = make_generator("snowflake", node=901, clock=clock, sleep=clock.sleep).take(100)
+    assert min(after) > max(before)
+
+
+def test_a_used_counter_block_is_never_handed_out_again() -> None:
+    first = make_generator("decimal", StaticNode(generator_id=77, launch_id=65))
+    first()
+    first.close()
+    again = make_generator("decimal", StaticNode(generator_id=77, launch_id=65))
+    with pytest.raises(NodeError, match="cannot be renewed"):
+        again()

@@ -84,7 +84,7 @@ def render_inspect(document: dict[str, Any]) -> str:
     layout = get_layout(document["layout"])
     when = document["time"] or "none: this layout has no timestamp"
     if document["time"] and layout.wraps:
-        when += f" (the latest period; the timestamp {layout.runs_out_text})"
+        when += f" (the period nearest now; the timestamp {layout.runs_out_text})"
     in_layout = (
         "yes"
         if document["in_layout"]

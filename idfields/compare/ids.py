@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import uuid
@@ -11,6 +12,9 @@ from typing import Literal
 
 from idfields.generators import make_generator
 from idfields.nodes import StaticNode
+
+# A DecimalId counter block is used once per process: each comparison takes a fresh one.
+_GENERATOR_IDS = itertools.count(1)
 
 Kind = Literal["auto", "bigint", "uuid", "db"]
 
@@ -87,7 +91,7 @@ def strategies(dialect: str, db_side: bool) -> list[Strategy]:
             "decimal",
             "bigint",
             "decimal (app)",
-            _generated("decimal", StaticNode(generator_id=92, launch_id=65)),
+            _generated("decimal", StaticNode(generator_id=next(_GENERATOR_IDS), launch_id=1)),
         ),
     ]
     if db_side:

@@ -117,10 +117,17 @@ class IdGenerator:
         raise NotImplementedError
 
     def close(self) -> None:
-        """Give the node back to its source (a lease is released; fixed nodes ignore it)."""
+        """Give the node back to its source, saying how far it issued (so a later holder of the
+        node starts after that); the generator takes a node again at its next call."""
         with self._lock:
             self._drop_assignment()
             self._mark_stale()
+
+    def __del__(self) -> None:
+        # A dropped generator frees its node; the release fences the node's next holder.
+        assignment = getattr(self, "_assignment", None)
+        if assignment is not None and assignment.release is not None:
+            assignment.release(self._issued_until_ns())
 
     def _mark_stale(self) -> None:
         """Send the next call down the slow path, which takes a node before issuing."""

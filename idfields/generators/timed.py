@@ -143,7 +143,7 @@ class TimeGenerator(TimeCore, IdGenerator):
     def _issued_until_ns(self) -> int:
         if self._tick == STALE_TICK:
             return time.time_ns()
-        return self._epoch_ns + (self._tick + 1) * self._unit_ns
+        return self._epoch_ns + (self._tick + 1) * self._unit_ns - 1  # the last ns of the tick
 
     def _make_room(self, now_tick: int, wanted: int) -> None:
         """The slow path: assign a node, run ahead within the skew bound, wait, or raise."""

@@ -350,7 +350,7 @@ class Layout:
             )
 
     def decode(self, value: int, *, reference_ns: int | None = None) -> Decoded:
-        """Take an ID apart. A wrapped timestamp resolves to its latest time <= ``reference_ns``."""
+        """Take an ID apart. A wrapped timestamp resolves to its time nearest ``reference_ns``."""
         check_id(value)
         values: dict[str, int] = {}
         in_layout = value <= self.limit
@@ -374,8 +374,8 @@ class Layout:
         tick = values[stamp.name]
         if self.wraps:
             now_tick = self.tick_of(time.time_ns() if ref is None else ref)
-            period = stamp.radix
-            tick = now_tick - (now_tick - tick) % period
+            half = stamp.radix // 2  # the nearest period: an ID may run a little ahead of now
+            tick = now_tick + (tick - now_tick + half) % stamp.radix - half
         return self.epoch_ns + tick * self.unit_ns
 
     def to_dict(self) -> dict[str, Any]:

@@ -451,7 +451,8 @@ AS $$
         t.sec * 1000, pg_catalog.to_timestamp(0) + t.sec * interval '1 second',
         id > 0 AND t.ts <= 33554431 AND (id & 4194303) >= 1
     FROM (SELECT id >> 38 AS ts,
-                 r.now_s - ((r.now_s - (id >> 38)) % 33554432 + 33554432) % 33554432 AS sec
+                 r.now_s + (((id >> 38) - r.now_s + 16777216) % 33554432 + 33554432) % 33554432
+                     - 16777216 AS sec
           FROM (SELECT (pg_catalog.date_part('epoch', reference) * 1000000)::bigint AS us) AS u,
                LATERAL (SELECT CASE WHEN u.us >= 0 THEN u.us / 1000000
                                     ELSE -((-u.us + 999999) / 1000000) END AS now_s) AS r) AS t
