@@ -34,16 +34,12 @@ class Strategy:
 
 
 def uuid7() -> uuid.UUID:
-    """A UUIDv7: the stdlib's when it has one, else uuid_utils', else 48-bit ms + random bits."""
+    """A UUIDv7: the stdlib's when it has one (3.14+), else 48-bit ms + 74 random bits."""
     native = getattr(uuid, "uuid7", None)
     if native is not None:
         made: uuid.UUID = native()
         return made
-    try:
-        import uuid_utils
-    except ImportError:
-        return uuid7_at(time.time_ns(), os.urandom(10))
-    return uuid.UUID(bytes=uuid_utils.uuid7().bytes)
+    return uuid7_at(time.time_ns(), os.urandom(10))
 
 
 def uuid7_at(unix_ns: int, random: bytes = bytes(10)) -> uuid.UUID:
