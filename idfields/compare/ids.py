@@ -34,19 +34,34 @@ class Strategy:
 
 
 def uuid7() -> uuid.UUID:
-    """A UUIDv7: the stdlib's when it has one (3.14+), else 48-bit ms + 74 random bits."""
+    """A UUIDv7 as RFC 9562's monotonic method makes it (the stdlib's from 3.14 on): 48-bit ms,
+    then 74 bits that start random each millisecond and count up within it."""
     native = getattr(uuid, "uuid7", None)
     if native is not None:
         made: uuid.UUID = native()
         return made
-    return uuid7_at(time.time_ns(), os.urandom(10))
+    return _monotonic_uuid7(time.time_ns())
 
 
-def uuid7_at(unix_ns: int, random: bytes = bytes(10)) -> uuid.UUID:
-    """The UUIDv7 of ``unix_ns`` with 74 given random bits (zeros: the smallest of that ms)."""
-    value = (unix_ns // 1_000_000) << 80 | int.from_bytes(random, "big") & ((1 << 80) - 1)
-    value = value & ~(0xF << 76) | (0x7 << 76)  # version 7
-    value = value & ~(0x3 << 62) | (0x2 << 62)  # variant 10
+_last_uuid7 = [0, 0]  # the millisecond and the 74-bit counter of the last UUIDv7 made
+
+
+def _monotonic_uuid7(unix_ns: int) -> uuid.UUID:
+    ms = unix_ns // 1_000_000
+    last_ms, last_counter = _last_uuid7
+    if ms <= last_ms:
+        ms, counter = last_ms, last_counter + 1
+    else:
+        counter = int.from_bytes(os.urandom(10), "big") >> 7  # 73 random bits: room to count up
+    _last_uuid7[:] = [ms, counter]
+    return uuid7_at(ms * 1_000_000, counter)
+
+
+def uuid7_at(unix_ns: int, counter: int = 0) -> uuid.UUID:
+    """The UUIDv7 of ``unix_ns`` whose 74 bits after the timestamp are ``counter``: in order of
+    (millisecond, counter), with the version and variant bits set around them."""
+    rand_a, rand_b = counter >> 62 & 0xFFF, counter & ((1 << 62) - 1)
+    value = (unix_ns // 1_000_000) << 80 | 0x7 << 76 | rand_a << 64 | 0x2 << 62 | rand_b
     return uuid.UUID(int=value)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,8 @@ def test_bad_url_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_uuid7_and_rank_correlation() -> None:
     made = [uuid7() for _ in range(1000)]
-    assert all(u.version == 7 for u in made)
+    assert all(u.version == 7 and u.variant == uuid.RFC_4122 for u in made)
+    assert made == sorted(made) and len(set(made)) == 1000  # monotonic within a millisecond
     assert uuid7_at(1_700_000_000_000_000_000) < uuid7_at(1_700_000_000_001_000_000)
     assert rank_correlation([1, 2, 3, 4]) == 1.0
     assert rank_correlation([4, 3, 2, 1]) == -1.0
