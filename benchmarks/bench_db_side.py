@@ -24,7 +24,7 @@ import psycopg
 from psycopg import sql as pgsql
 
 from benchmarks.report import run_alone
-from benchmarks.rows import Row
+from benchmarks.rows import Row, make_row
 from benchmarks.servers import server_url
 from idfields import sql
 
@@ -195,60 +195,32 @@ def run(quick: bool = False) -> list[Row]:
         inserted = f"insert {rows:,} rows"
         for candidate in candidates:
             base = None if candidate is IDENTITY else IDENTITY.name
-            note = "" if candidate is IDENTITY else _order_note(conn, candidate)
+            note = None if candidate is IDENTITY else _order_note(conn, candidate)
             ours = candidate is SNOWFLAKE  # the others are measured for comparison only
             seconds = best[candidate.name]
-            out.append(
-                _row(inserted, candidate.name, seconds, "s", base, 1.5 if ours else None, note)
-            )
+            target = 1.5 if ours else None
+            out.append(make_row(inserted, candidate.name, seconds, "s", base, target, note=note))
             size = sizes[candidate.name] / 2**20
+            target = 1.01 if ours else None
             out.append(
-                _row(
-                    "primary-key index size",
-                    candidate.name,
-                    size,
-                    "MiB",
-                    base,
-                    1.01 if ours else None,
-                )
+                make_row("primary-key index size", candidate.name, size, "MiB", base, target)
             )
         if missing is not None:
-            out.append(_row(inserted, HEERANJID.name, None, "s", IDENTITY.name, None, missing))
+            out.append(make_row(inserted, HEERANJID.name, None, "s", IDENTITY.name, note=missing))
         for candidate in (IDENTITY, SNOWFLAKE):
             _fresh(conn, candidate)
             rate = _concurrent(candidate, rows)
             base = None if candidate is IDENTITY else IDENTITY.name
-            out.append(_row("8 sessions inserting", candidate.name, rate, "rows/s", base, 0.8))
+            group = "8 sessions inserting"
+            out.append(
+                make_row(group, candidate.name, rate, "rows/s", base, 0.8, higher_is_better=True)
+            )
         for candidate in candidates:
             conn.execute(pgsql.SQL("DROP TABLE {}").format(_table(candidate)))
         conn.execute("DROP SCHEMA idfields_bench_instagram CASCADE")
         if missing is None:
             conn.execute(pgsql.SQL("DROP SCHEMA {} CASCADE").format(_HEERANJID))
     return out
-
-
-def _row(
-    group: str,
-    name: str,
-    value: float | None,
-    unit: str,
-    base: str | None,
-    target: float | None,
-    note: str = "",
-) -> Row:
-    row: Row = {
-        "group": group,
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "baseline": base,
-        "target": target or None,
-    }
-    if unit.endswith("/s"):
-        row["higher_is_better"] = True
-    if note:
-        row["note"] = note
-    return row
 
 
 if __name__ == "__main__":

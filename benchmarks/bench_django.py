@@ -25,8 +25,6 @@ created and dropped here. Django is configured by this module (a process configu
 from __future__ import annotations
 
 import os
-import statistics
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -37,7 +35,7 @@ from psycopg import sql
 from benchmarks import Skip
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
-from benchmarks.timing import ns_per_fresh_call
+from benchmarks.timing import Timing, interleaved, ns_per_fresh_call, per_row_rows, timed
 
 URL_ENV, DEFAULT_URL = "IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test"
 BASELINE = "BigAutoField (identity)"
@@ -97,15 +95,6 @@ def _models() -> tuple[type[Any], type[Any]]:
     return KSorted, Identity
 
 
-Timing = tuple[float, float]  # wall and client CPU seconds of one run
-
-
-def _timed(step: Callable[[], object]) -> Timing:
-    started, cpu = time.perf_counter(), time.process_time()
-    step()
-    return time.perf_counter() - started, time.process_time() - cpu
-
-
 def _truncate(model: type[Any]) -> None:
     from django.db import connection
 
@@ -123,7 +112,7 @@ def _bulk(model: type[Any], count: int) -> Timing:
         with transaction.atomic():
             model.objects.bulk_create(objects, batch_size=1000)
 
-    return _timed(insert)
+    return timed(insert)
 
 
 def _saves(model: type[Any], count: int) -> Timing:
@@ -134,52 +123,14 @@ def _saves(model: type[Any], count: int) -> Timing:
         for obj in objects:
             obj.save()
 
-    return _timed(insert)
-
-
-def _interleaved(
-    models: tuple[type[Any], ...], repeats: int, step: Callable[[type[Any]], Timing]
-) -> dict[type[Any], list[Timing]]:
-    """``repeats`` runs of each model, alternating the order: both see the same load."""
-    timings: dict[type[Any], list[Timing]] = {model: [] for model in models}
-    for repeat in range(repeats):
-        for model in models[:: 1 if repeat % 2 else -1]:
-            timings[model].append(step(model))
-    return timings
-
-
-def _row(
-    group: str, name: str, spent: list[float], baseline: str | None, target: float | None
-) -> Row:
-    """The best run as the value (load only ever adds time), the median noted."""
-    median = statistics.median(spent)
-    return Row(
-        group=group,
-        name=name,
-        value=min(spent),
-        unit="us/row",
-        baseline=baseline,
-        target=target,
-        note=f"median {median:.1f} of {len(spent)}",
-    )
-
-
-def _per_row(runs: list[Timing], index: int, count: int) -> list[float]:
-    """Microseconds per row of each run; ``index`` 0 is wall time, 1 client CPU."""
-    return [run[index] / count * 1e6 for run in runs]
+    return timed(insert)
 
 
 def _pair(
     group: str, timings: dict[type[Any], list[Timing]], count: int, target: float
 ) -> list[Row]:
     ksorted, identity = timings.values()
-    rows: list[Row] = []
-    for suffix, index, goal in (("", 0, target), (", client CPU", 1, None)):
-        rows += [
-            _row(group + suffix, BASELINE, _per_row(identity, index, count), None, None),
-            _row(group + suffix, OURS, _per_row(ksorted, index, count), BASELINE, goal),
-        ]
-    return rows
+    return per_row_rows(group, count, (BASELINE, identity), (OURS, ksorted), target)
 
 
 def _hot_path(model: type[Any], quick: bool) -> list[Row]:
@@ -226,8 +177,8 @@ def run(quick: bool = False) -> list[Row]:
     try:
         ksorted(name="warm-up", amount=0).save()  # the node is taken outside the timed runs
         models = (ksorted, identity)
-        bulk = _interleaved(models, repeats, lambda model: _bulk(model, bulk_count))
-        saves = _interleaved(models, repeats, lambda model: _saves(model, save_count))
+        bulk = interleaved(models, repeats, lambda model: _bulk(model, bulk_count))
+        saves = interleaved(models, repeats, lambda model: _saves(model, save_count))
         return [
             *_pair(f"django bulk_create (postgresql, {bulk_count:,} rows)", bulk, bulk_count, 1.0),
             *_pair(f"django save() (postgresql, {save_count:,} rows)", saves, save_count, 1.05),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks import Skip
 from benchmarks.report import run_alone
-from benchmarks.rows import Row
+from benchmarks.rows import Row, make_row
 from benchmarks.timing import ns_per_call, ns_per_fresh_call
 from idfields import StaticNode, get_layout, make_generator
 from idfields.generators import COMPILED
@@ -33,6 +33,7 @@ CALL = "generator: single call"
 CALL_VS_UUID7 = "generator: single call vs uuid_utils.uuid7"
 BULK = "generator: bulk, ns per ID"
 TAKE = "generator: take(100_000) sustained"
+NS_PER_ID = "ns/ID"
 
 SNOWFLAKE_ID = "snowflake-id next() (unlocked)"
 UUID7 = "uuid_utils.uuid7()"
@@ -176,26 +177,6 @@ def _build(subject: Subject) -> tuple[Callable[[], object] | None, str]:
         return None, str(error)
 
 
-def _row(
-    group: str,
-    name: str,
-    value: float | None,
-    baseline: str | None,
-    unit: str = "ns/ID",
-    **extra: object,
-) -> Row:
-    row: Row = {
-        "group": group,
-        "name": name,
-        "value": value,
-        "unit": unit,
-        "baseline": baseline,
-        "target": None,
-    }
-    row.update(extra)  # type: ignore[typeddict-item]
-    return row
-
-
 def ours_name(layout: str, compiled: bool) -> str:
     return f"idfields {layout} [{'C' if compiled else 'pure Python'}]"
 
@@ -208,7 +189,7 @@ def single_call_rows(quick: bool) -> list[Row]:
         fn, note = _build(subject)
         value = None if fn is None else ns_per_call(fn, min_seconds=min_seconds, repeats=repeats)
         base = None if subject.name == SNOWFLAKE_ID else SNOWFLAKE_ID
-        peers.append(_row(CALL, subject.name, value, base, note=note))
+        peers.append(make_row(CALL, subject.name, value, NS_PER_ID, base, note=note))
     here = measure_ours(quick)
     paths = {COMPILED: here, False: _measure_pure(quick) if COMPILED else here}
     not_built = "C extension not built here; see the pure row"
@@ -218,13 +199,15 @@ def single_call_rows(quick: bool) -> list[Row]:
             value = paths[compiled][layout] if compiled in paths else None
             note = not_built if value is None else ""
             name = ours_name(layout, compiled)
-            ours.append(_row(group, name, value, baseline, target=1.0, note=note))
+            ours.append(make_row(group, name, value, NS_PER_ID, baseline, 1.0, note=note))
         value = paths[compiled][INSTANCE_CALL] if compiled in paths else None
         name = ours_name(INSTANCE_CALL, compiled)
-        ours.append(_row(group, name, value, baseline, note="the public call; not a target"))
+        note = "the public call; not a target"
+        ours.append(make_row(group, name, value, NS_PER_ID, baseline, note=note))
         other = ours_name("snowflake", not compiled)
         value = paths[not compiled]["snowflake"] if (not compiled) in paths else None
-        ours.append(_row(group, other, value, baseline, note="the other path, for comparison"))
+        note = "the other path, for comparison"
+        ours.append(make_row(group, other, value, NS_PER_ID, baseline, note=note))
     uuid7 = next(row for row in peers if row["name"] == UUID7)
     first = [row for row in ours if row["group"] == CALL]
     rest = [row for row in ours if row["group"] != CALL]
@@ -272,7 +255,7 @@ def bulk_rows(quick: bool) -> list[Row]:
         )
         value = None if per_batch is None else per_batch / BATCH
         base = None if subject.name == baseline else baseline
-        rows.append(_row(BULK, subject.name, value, base, note=note))
+        rows.append(make_row(BULK, subject.name, value, NS_PER_ID, base, note=note))
     return rows
 
 
@@ -314,12 +297,12 @@ def take_rows(quick: bool) -> list[Row]:
     skew_ms = SKEW_NS / 1e6
     note = f"{seconds:.0f} s after a {warmed:.1f} s warm-up filling the run-ahead window"
     return [
-        _row(TAKE, "snowflake capacity, 1 node", capacity, None, unit="ids/s"),
-        _row(TAKE, f"idfields take({BATCH:_}) loop", rate, "snowflake capacity, 1 node",
-             unit="ids/s", target=0.95, higher_is_better=True, note=note),
-        _row(TAKE, "max_skew bound", skew_ms, None, unit="ms"),
-        _row(TAKE, "largest run-ahead seen", max_ahead_ns / 1e6, "max_skew bound", unit="ms",
-             target=1.0, note="last ID's time minus the wall clock, after each take()"),
+        make_row(TAKE, "snowflake capacity, 1 node", capacity, "ids/s", None),
+        make_row(TAKE, f"idfields take({BATCH:_}) loop", rate, "ids/s",
+                 "snowflake capacity, 1 node", 0.95, higher_is_better=True, note=note),
+        make_row(TAKE, "max_skew bound", skew_ms, "ms", None),
+        make_row(TAKE, "largest run-ahead seen", max_ahead_ns / 1e6, "ms", "max_skew bound", 1.0,
+                 note="last ID's time minus the wall clock, after each take()"),
     ]  # fmt: skip
 
 

@@ -15,15 +15,13 @@ and ``IDFIELDS_TEST_MYSQL_URL`` (the test defaults otherwise); tables are create
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
 from benchmarks.servers import SERVERS, sqlalchemy_url
+from benchmarks.timing import Timing, interleaved, per_row_rows, timed
 from idfields.nodes import StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_column
 
@@ -48,19 +46,19 @@ class AutoIncrement(Base):
     amount: Mapped[int] = mapped_column(sa.Integer)
 
 
-def _seconds(
-    engine: sa.Engine, model: type[Base], rows: list[dict[str, object]]
-) -> tuple[float, float]:
+def _seconds(engine: sa.Engine, model: type[Base], rows: list[dict[str, object]]) -> Timing:
     """Wall and client CPU seconds of one ``session.execute(insert(model), rows)`` + commit into an
-    emptied table. The CPU figure is this process's own work: far less moved by other load."""
+    emptied table."""
     table = engine.dialect.identifier_preparer.format_table(model.__table__)
     with engine.begin() as conn:
         conn.exec_driver_sql(f"TRUNCATE TABLE {table}")
     with Session(engine) as session:
-        started, cpu = time.perf_counter(), time.process_time()
-        session.execute(sa.insert(model), rows)
-        session.commit()
-        return time.perf_counter() - started, time.process_time() - cpu
+
+        def insert() -> None:
+            session.execute(sa.insert(model), rows)
+            session.commit()
+
+        return timed(insert)
 
 
 def _vendor_rows(vendor: str, count: int, repeats: int) -> list[Row]:
@@ -69,42 +67,14 @@ def _vendor_rows(vendor: str, count: int, repeats: int) -> list[Row]:
         Base.metadata.drop_all(engine)
         Base.metadata.create_all(engine)
         rows: list[dict[str, object]] = [{"name": f"row {i}", "amount": i} for i in range(count)]
-        timings: dict[type[Base], list[tuple[float, float]]] = {KSorted: [], AutoIncrement: []}
-        models = list(timings)
-        for repeat in range(repeats):  # interleaved: both sides see the same load and server state
-            for model in models[:: 1 if repeat % 2 else -1]:
-                timings[model].append(_seconds(engine, model, rows))
+        models: list[type[Base]] = [KSorted, AutoIncrement]
+        timings = interleaved(models, repeats, lambda model: _seconds(engine, model, rows))
         Base.metadata.drop_all(engine)
     finally:
         engine.dispose()
     group = f"sqlalchemy insertmanyvalues ({vendor}, {count:,} rows)"
-    baseline = BASELINE[vendor]
-
-    def per_row(model: type[Base], index: int) -> list[float]:  # index 0: wall, 1: client CPU
-        return [run[index] / count * 1e6 for run in timings[model]]
-
-    ours, cpu_group = "id_column (snowflake)", f"{group}, client CPU"
-    return [
-        _row(group, baseline, per_row(AutoIncrement, 0), None, None),
-        _row(group, ours, per_row(KSorted, 0), baseline, 1.0),
-        _row(cpu_group, baseline, per_row(AutoIncrement, 1), None, None),
-        _row(cpu_group, ours, per_row(KSorted, 1), baseline, None),
-    ]
-
-
-def _row(
-    group: str, name: str, spent: list[float], baseline: str | None, target: float | None
-) -> Row:
-    """The best run as the value (load on a shared machine only adds time), the median noted."""
-    return Row(
-        group=group,
-        name=name,
-        value=min(spent),
-        unit="us/row",
-        baseline=baseline,
-        target=target,
-        note=f"median {statistics.median(spent):.1f} of {len(spent)}",
-    )
+    baseline = (BASELINE[vendor], timings[AutoIncrement])
+    return per_row_rows(group, count, baseline, ("id_column (snowflake)", timings[KSorted]), 1.0)
 
 
 def run(quick: bool = False) -> list[Row]:

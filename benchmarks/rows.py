@@ -24,6 +24,33 @@ class Row(TypedDict):
     note: NotRequired[str]
 
 
+def make_row(
+    group: str,
+    name: str,
+    value: float | None,
+    unit: str,
+    baseline: str | None,
+    target: float | None = None,
+    *,
+    higher_is_better: bool | None = None,
+    note: str | None = None,
+) -> Row:
+    """A row; the optional keys only where given (None leaves them out)."""
+    row: Row = {
+        "group": group,
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "baseline": baseline,
+        "target": target,
+    }
+    if higher_is_better is not None:
+        row["higher_is_better"] = higher_is_better
+    if note is not None:
+        row["note"] = note
+    return row
+
+
 _REQUIRED: dict[str, type] = {"group": str, "name": str, "unit": str}
 _OPTIONAL: dict[str, tuple[type, ...]] = {
     "value": (int, float),

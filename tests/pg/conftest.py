@@ -4,6 +4,7 @@ empty databases for the tests that install or drop the functions themselves."""
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,6 +28,24 @@ CREATE TABLE IF NOT EXISTS public.idfields_counter (
 """
 
 Connect = Callable[..., "psycopg.Connection[tuple[Any, ...]]"]
+
+
+def run_in_threads(work: Callable[[int], None], count: int) -> None:
+    """Run ``work(0)`` .. ``work(count - 1)`` in threads at once; fail if any of them raised."""
+    errors: list[BaseException] = []
+
+    def guarded(index: int) -> None:
+        try:
+            work(index)
+        except BaseException as error:  # surfaced below
+            errors.append(error)
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
 
 
 @pytest.fixture(scope="session")

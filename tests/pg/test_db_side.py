@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import subprocess
-import threading
 import time
 from datetime import UTC, datetime
 
@@ -20,6 +19,7 @@ from idfields.coordination import LeaseSource
 from idfields.generators import make_generator
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from tests.pg.conftest import run_in_threads
 
 SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))
 EPOCH_MS = 1_704_067_200_000
@@ -303,26 +303,17 @@ def test_eight_connections_insert_1_600_000_distinct_increasing_ids(connect) -> 
         "CREATE TABLE db_side_rows (id bigint PRIMARY KEY "
         "DEFAULT idfields.next_snowflake(), conn integer, n integer)"
     )
-    errors: list[BaseException] = []
 
     def insert(index: int) -> None:
-        try:
-            conn = connect()
-            for start in range(0, 200_000, 20_000):
-                conn.execute(
-                    "INSERT INTO db_side_rows (conn, n) SELECT %s, g "
-                    "FROM generate_series(%s::integer, %s::integer) g",
-                    [index, start, start + 19_999],
-                )
-        except BaseException as exc:  # surfaced below
-            errors.append(exc)
+        conn = connect()
+        for start in range(0, 200_000, 20_000):
+            conn.execute(
+                "INSERT INTO db_side_rows (conn, n) SELECT %s, g "
+                "FROM generate_series(%s::integer, %s::integer) g",
+                [index, start, start + 19_999],
+            )
 
-    threads = [threading.Thread(target=insert, args=(i,)) for i in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    run_in_threads(insert, 8)
     assert admin.execute("SELECT count(*), count(DISTINCT id) FROM db_side_rows").fetchone() == (
         1_600_000,
         1_600_000,

@@ -3,15 +3,14 @@
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import alembic_env
 import psycopg
 import pytest
 from alembic import command
-from alembic.config import Config
 from databases import DbUrl
 
 from idfields import sql
@@ -152,58 +151,11 @@ def test_django_operation_deconstructs_and_refuses_unknown_versions() -> None:
 
 # --- Alembic ------------------------------------------------------------------------------
 
-ENV_PY = """
-from alembic import context
-from sqlalchemy import create_engine
-from sqlalchemy.pool import NullPool
-
-import idfields.migrations.alembic  # registers the operations
-
-url = context.config.get_main_option("sqlalchemy.url")
-if context.is_offline_mode():
-    context.configure(url=url, literal_binds=True)
-    with context.begin_transaction():
-        context.run_migrations()
-else:
-    with create_engine(url, poolclass=NullPool).connect() as connection:
-        context.configure(connection=connection)
-        with context.begin_transaction():
-            context.run_migrations()
-"""
-
-MIGRATION = '''
-"""idfields functions"""
-from idfields.migrations.alembic import op
-
-revision = "0001"
-down_revision = None
-branch_labels = None
-depends_on = None
-
-
-def upgrade() -> None:
-    op.install_id_functions("0001")
-
-
-def downgrade() -> None:
-    op.drop_id_functions("0001")
-'''
-
-
-def alembic_config(tmp_path: Path, url: DbUrl) -> tuple[Config, io.StringIO]:
-    scripts = tmp_path / "migrations"
-    (scripts / "versions").mkdir(parents=True)
-    (scripts / "env.py").write_text(ENV_PY)
-    (scripts / "versions" / "0001_functions.py").write_text(MIGRATION)
-    output = io.StringIO()
-    config = Config(output_buffer=output)
-    config.set_main_option("script_location", str(scripts))
-    config.set_main_option("sqlalchemy.url", url.sqlalchemy_url().replace("%", "%%"))
-    return config, output
+MIGRATION = alembic_env.migration('op.install_id_functions("0001")', 'op.drop_id_functions("0001")')
 
 
 def test_alembic_upgrade_and_downgrade_online(empty_database: DbUrl, tmp_path: Path) -> None:
-    config, _ = alembic_config(tmp_path, empty_database)
+    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), MIGRATION)
     command.upgrade(config, "head")
     assert installed(empty_database)
     ids = generates(empty_database)
@@ -215,7 +167,9 @@ def test_alembic_upgrade_and_downgrade_online(empty_database: DbUrl, tmp_path: P
 def test_alembic_offline_sql_is_the_versioned_file_and_runs(
     empty_database: DbUrl, tmp_path: Path
 ) -> None:
-    config, output = alembic_config(tmp_path, empty_database)
+    config, output = alembic_env.alembic_config(
+        tmp_path, empty_database.sqlalchemy_url(), MIGRATION
+    )
     command.upgrade(config, "head", sql=True)
     script = output.getvalue()
     assert "CREATE OR REPLACE FUNCTION idfields.next_snowflake()" in script

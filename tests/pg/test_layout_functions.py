@@ -5,12 +5,12 @@ the layouts it refuses; the Django and Alembic operations that install it."""
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import alembic_env
 import psycopg
 import pytest
 from alembic import command
@@ -31,8 +31,9 @@ from idfields.layouts import (
     Timestamp,
 )
 from idfields.sql.layouts import VERSIONS, render_layout_function
-from tests.pg.conftest import TABLES
-from tests.pg.test_install_ops import alembic_config, django_connection, run
+from tests.pg.conftest import TABLES, run_in_threads
+from tests.pg.test_install_ops import MIGRATION as FUNCTIONS_MIGRATION
+from tests.pg.test_install_ops import django_connection, run
 
 __all__ = ["django_connection"]  # a fixture, imported for the Django tests below
 
@@ -136,23 +137,14 @@ def test_one_insert_of_50000_rows_past_16_ids_a_millisecond(connect: Any, table:
 
 
 def test_concurrent_connections_hold_their_own_nodes(connect: Any, table: str) -> None:
-    errors: list[BaseException] = []
     nodes: dict[int, int] = {}
 
     def work(index: int) -> None:
-        try:
-            conn = connect()
-            insert(conn, index, 20_000)
-            nodes[index] = leased_node(conn, NARROW)
-        except BaseException as error:  # surfaced below
-            errors.append(error)
+        conn = connect()
+        insert(conn, index, 20_000)
+        nodes[index] = leased_node(conn, NARROW)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    run_in_threads(work, 3)
     rows = connect().execute("SELECT conn, n, id FROM narrow_rows ORDER BY conn, n").fetchall()
     assert len(rows) == len({row[2] for row in rows}) == 60_000
     assert len(set(nodes.values())) == 3
@@ -344,7 +336,8 @@ def downgrade() -> None:
 
 
 def test_alembic_operations_upgrade_and_downgrade(empty_database: DbUrl, tmp_path: Path) -> None:
-    config, output = alembic_config(tmp_path, empty_database)
+    url = empty_database.sqlalchemy_url()
+    config, output = alembic_env.alembic_config(tmp_path, url, FUNCTIONS_MIGRATION)
     versions = tmp_path / "migrations" / "versions"
     (versions / "0002_layout.py").write_text(MIGRATION.format(spec=NARROW.to_spec()))
     command.upgrade(config, "head", sql=True)

@@ -5,20 +5,8 @@ from __future__ import annotations
 import databases
 import pytest
 import sqlalchemy as sa
+from sa_models import Base, Item
 from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-
-from idfields.sqlalchemy_ext import id_column
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class AsyncItem(Base):
-    __tablename__ = "idf_sa_async_item"
-    id: Mapped[int] = id_column(primary_key=True)
-    name: Mapped[str] = mapped_column(sa.String(50))
 
 
 @pytest.mark.asyncio
@@ -31,15 +19,15 @@ async def test_async_session_and_connection(postgres_url: str, driver: str) -> N
             await conn.run_sync(Base.metadata.drop_all)
             await conn.run_sync(Base.metadata.create_all)
         async with AsyncSession(engine) as session:
-            added = [AsyncItem(name=f"a{i}") for i in range(3)]
+            added = [Item(name=f"a{i}") for i in range(3)]
             session.add_all(added)
             await session.flush()
             assert [item.id for item in added] == sorted({item.id for item in added})
-            await session.execute(sa.insert(AsyncItem), [{"name": f"b{i:03d}"} for i in range(300)])
+            await session.execute(sa.insert(Item), [{"name": f"b{i:03d}"} for i in range(300)])
             await session.commit()
         async with engine.begin() as conn:
-            await conn.execute(AsyncItem.__table__.insert(), [{"name": "c"}, {"name": "c"}])
-            ids = list(await conn.scalars(sa.select(AsyncItem.id).order_by(AsyncItem.name)))
+            await conn.execute(Item.__table__.insert(), [{"name": "c"}, {"name": "c"}])
+            ids = list(await conn.scalars(sa.select(Item.id).order_by(Item.name)))
         assert len(set(ids)) == 305
         assert ids[3:303] == sorted(ids[3:303])
         assert min(ids[3:]) > max(ids[:3])

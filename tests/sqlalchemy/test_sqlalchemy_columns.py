@@ -8,30 +8,13 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sa_models import Base, Item, core_items
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session
 
 from idfields import sql
 from idfields.layouts import get_layout
-from idfields.sqlalchemy_ext import id_column, id_column_core, id_default, metadata
+from idfields.sqlalchemy_ext import id_column, id_default, metadata
 from idfields.sqlalchemy_ext.registry import context_default
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class Item(Base):
-    __tablename__ = "idf_sa_item"
-    id: Mapped[int] = id_column(primary_key=True)
-    name: Mapped[str] = mapped_column(sa.String(50))
-
-
-core_items = sa.Table(
-    "idf_sa_core_item",
-    Base.metadata,
-    id_column_core(primary_key=True),
-    sa.Column("name", sa.String(50)),
-)
 
 SNOWFLAKE = get_layout("snowflake")
 

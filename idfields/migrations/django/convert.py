@@ -13,20 +13,19 @@ AUTO_INCREMENT with its sequence past max(id). On SQLite an INTEGER PRIMARY KEY 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db import transaction
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
-from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 from django.db.models import Field, Model
 
 from idfields.layouts import BUILTIN_LAYOUTS
 from idfields.migrations import convert
+from idfields.migrations.django.base import IdFieldsOperation, execute
 
-_DEFAULTS = {"layout": "snowflake", "generation": "app", "lock_timeout": "5s"}
 _FIELD_CLASSES = {"snowflake": "SnowflakeAutoField"}
 
 
@@ -37,7 +36,7 @@ class SchemaEditorExecutor:
         self.schema_editor = schema_editor
 
     def execute(self, statement: convert.Statement) -> None:
-        self.schema_editor.execute(statement.annotated(), params=None)
+        execute(self.schema_editor, statement.annotated())
 
     def scalar(self, statement: convert.Statement) -> int:
         if self.schema_editor.collect_sql:
@@ -57,27 +56,41 @@ class SchemaEditorExecutor:
         elif connection.in_atomic_block:
             yield
         else:
-            self.schema_editor.execute("BEGIN", params=None)
+            execute(self.schema_editor, "BEGIN")
             yield
-            self.schema_editor.execute("COMMIT", params=None)
+            execute(self.schema_editor, "COMMIT")
 
 
-class KeyOperation(Operation):
+class KeyOperation(IdFieldsOperation):
     """What the in-place and the online operations share: the model's key, read live."""
 
-    reduces_to_sql = True
     # Never wrapped by Django: MySQL cannot run DDL in a transaction, and on Postgres each
     # operation opens the transaction its statements need (see SchemaEditorExecutor).
     atomic = False
+    vendors = ("postgresql", "mysql")
+    # Where it runs; on the other vendors it refuses (on SQLite it does nothing).
     dialects: tuple[str, ...] = ("postgresql", "mysql")
+    # Arguments past model_name: left out of the migration file while they have these values.
+    defaults: ClassVar[Mapping[str, object]] = {"lock_timeout": "5s"}
+    # The migration's name after the model's: "<model>_<name_suffix>".
+    name_suffix: ClassVar[str]
 
     def __init__(self, model_name: str, lock_timeout: str = "5s") -> None:
         self.model_name = model_name
         self.lock_timeout = lock_timeout
         convert.Target.of("snowflake", lock_timeout=lock_timeout)  # fail at import, not at run
 
-    def state_forwards(self, app_label: str, state: ProjectState) -> None:
-        """Only the database changes."""
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs = {
+            name: getattr(self, name)
+            for name, default in self.defaults.items()
+            if getattr(self, name) != default
+        }
+        return f"idfields.migrations.django.{type(self).__name__}", [self.model_name], kwargs
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"{self.model_name.lower()}_{self.name_suffix}"
 
     def key(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
@@ -89,9 +102,7 @@ class KeyOperation(Operation):
         """
         connection = schema_editor.connection
         model: type[Model] = state.apps.get_model(app_label, self.model_name)
-        if connection.vendor not in ("postgresql", "mysql"):
-            return None
-        if not self.allow_migrate_model(connection.alias, model):
+        if not self.allowed(app_label, schema_editor, model):
             return None
         if connection.vendor not in self.dialects:
             raise ValueError(
@@ -106,11 +117,11 @@ class KeyOperation(Operation):
             if schema_editor.collect_sql and meta.db_table not in (
                 connection.introspection.table_names(cursor)
             ):
-                schema_editor.execute(
+                execute(
+                    schema_editor,
                     f"-- idfields: table {meta.db_table!r} does not exist yet, and the statements "
                     "of this operation are read from its catalog. Apply the migrations before "
                     "this one, then run sqlmigrate again to see them",
-                    params=None,
                 )
                 return None
             query = convert.cursor_query(cursor)
@@ -120,7 +131,12 @@ class KeyOperation(Operation):
 class ConvertToKSortedId(KeyOperation):
     """Convert ``model_name``'s AUTO_INCREMENT primary key to ``layout`` IDs, reversibly."""
 
-    reversible = True
+    defaults: ClassVar[Mapping[str, object]] = {
+        "layout": "snowflake",
+        "generation": "app",
+        "lock_timeout": "5s",
+    }
+    name_suffix = "ksorted_id"
 
     def __init__(
         self,
@@ -142,14 +158,6 @@ class ConvertToKSortedId(KeyOperation):
 
             layout = get_settings().resolve_layout(layout)
         return convert.Target.of(layout, self.generation, self.lock_timeout)
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs = {
-            name: getattr(self, name)
-            for name, default in _DEFAULTS.items()
-            if getattr(self, name) != default
-        }
-        return f"idfields.migrations.django.{type(self).__name__}", [self.model_name], kwargs
 
     def _new_field(self, old: Field[Any, Any]) -> Field[Any, Any]:
         from idfields.django_app import fields
@@ -181,25 +189,17 @@ class ConvertToKSortedId(KeyOperation):
     def forwards_steps(self, key: convert.KeyInfo, target: convert.Target) -> list[convert.Step]:
         return [convert.Step("convert", convert.forwards(key, target))]
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
+    def forwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, from_state)
+        key = self.key(app_label, schema_editor, state)
         if key is not None:
             run_steps(schema_editor, self.forwards_steps(key, self._target()))
 
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
+    def backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, to_state)
+        key = self.key(app_label, schema_editor, state)
         if key is not None:
             step = convert.Step("restore", convert.backwards(key, self._target()))
             run_steps(schema_editor, [step])
@@ -209,10 +209,6 @@ class ConvertToKSortedId(KeyOperation):
             f"Convert {self.model_name}'s AUTO_INCREMENT key to {self.layout} IDs "
             f"(made by the {'database' if self.generation == 'db' else 'application'})"
         )
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return f"{self.model_name.lower()}_ksorted_id"
 
 
 def run_steps(schema_editor: BaseDatabaseSchemaEditor, steps: list[convert.Step]) -> None:

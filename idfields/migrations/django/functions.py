@@ -10,20 +10,38 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import router
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
-from django.db.migrations.operations.base import Operation
 from django.db.migrations.state import ProjectState
 
 from idfields import sql
+from idfields.migrations.django.base import IdFieldsOperation, execute
 from idfields.sql.layouts import LayoutLike, as_layout, render_layout_function
 
 
-class InstallIdFunctions(Operation):
-    """Install SQL version ``version``; with ``from_version``, upgrade from it (and back)."""
+class _ScriptOperation(IdFieldsOperation):
+    """One SQL script each way, run where the vendor and the router allow it."""
 
-    reversible = True
-    reduces_to_sql = True
+    def forwards_sql(self) -> str:
+        raise NotImplementedError
+
+    def backwards_sql(self) -> str:
+        raise NotImplementedError
+
+    def forwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> None:
+        if self.allowed(app_label, schema_editor):
+            execute(schema_editor, self.forwards_sql())
+
+    def backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> None:
+        if self.allowed(app_label, schema_editor):
+            execute(schema_editor, self.backwards_sql())
+
+
+class InstallIdFunctions(_ScriptOperation):
+    """Install SQL version ``version``; with ``from_version``, upgrade from it (and back)."""
 
     def __init__(self, version: str, from_version: str | None = None) -> None:
         for name in (version, from_version):
@@ -41,29 +59,13 @@ class InstallIdFunctions(Operation):
         # The class name, as Django's own operations give it: OperationWriter prefixes the module.
         return self.__class__.__name__, [], kwargs
 
-    def state_forwards(self, app_label: str, state: ProjectState) -> None:
-        """Functions are not model state."""
+    def forwards_sql(self) -> str:
+        return sql.load(self.version)
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        _run(app_label, schema_editor, sql.load(self.version))
-
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
+    def backwards_sql(self) -> str:
         if self.from_version is None:
-            _run(app_label, schema_editor, sql.load_drop(self.version))
-        else:
-            _run(app_label, schema_editor, sql.load(self.from_version))
+            return sql.load_drop(self.version)
+        return sql.load(self.from_version)
 
     def describe(self) -> str:
         if self.from_version:
@@ -75,16 +77,13 @@ class InstallIdFunctions(Operation):
         return f"idfields_functions_{self.version}"
 
 
-class InstallLayoutFunctions(Operation):
+class InstallLayoutFunctions(_ScriptOperation):
     """Install ``idfields.next_<name>()`` and ``next_<name>_at(bigint)`` of a user layout over
     SQL ``version`` (installed before by ``InstallIdFunctions``); the reverse drops them.
 
     ``layout`` is a :class:`Layout` or its ``Layout.to_spec()`` dict; the migration file stores
     the dict, so later edits of the project's layout do not change what this migration does.
     """
-
-    reversible = True
-    reduces_to_sql = True
 
     def __init__(self, layout: LayoutLike, version: str) -> None:
         self.layout = as_layout(layout)
@@ -96,26 +95,11 @@ class InstallLayoutFunctions(Operation):
         kwargs = {"layout": self.layout.to_spec(), "version": self.version}
         return self.__class__.__name__, [], kwargs
 
-    def state_forwards(self, app_label: str, state: ProjectState) -> None:
-        """Functions are not model state."""
+    def forwards_sql(self) -> str:
+        return self.create_sql
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        _run(app_label, schema_editor, self.create_sql)
-
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        _run(app_label, schema_editor, self.drop_sql)
+    def backwards_sql(self) -> str:
+        return self.drop_sql
 
     def describe(self) -> str:
         return f"Install idfields.next_{self.layout.name}() (SQL {self.version})"
@@ -123,10 +107,3 @@ class InstallLayoutFunctions(Operation):
     @property
     def migration_name_fragment(self) -> str:
         return f"idfields_layout_{self.layout.name}"
-
-
-def _run(app_label: str, schema_editor: BaseDatabaseSchemaEditor, script: str) -> None:
-    connection = schema_editor.connection
-    if connection.vendor != "postgresql" or not router.allow_migrate(connection.alias, app_label):
-        return
-    schema_editor.execute(script, params=None)

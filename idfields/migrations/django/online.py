@@ -20,7 +20,7 @@ they refuse, naming ``ConvertToKSortedId``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import ClassVar
 
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import ProjectState
@@ -35,20 +35,15 @@ Pages = Mapping[tuple[str | None, str], int]
 class _ShadowStep(KeyOperation):
     """A step before the swap: it changes the database only, never the model state."""
 
-    reversible = True
     dialects = ("postgresql",)
     needs_autocommit = False
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs = {} if self.lock_timeout == "5s" else {"lock_timeout": self.lock_timeout}
-        return f"idfields.migrations.django.{type(self).__name__}", [self.model_name], kwargs
 
     def steps(
         self, key: convert.KeyInfo, target: convert.Target, pages: Pages
     ) -> list[online.Step]:
         raise NotImplementedError
 
-    def _run(
+    def forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
         if self.needs_autocommit and schema_editor.connection.in_atomic_block:
@@ -66,21 +61,8 @@ class _ShadowStep(KeyOperation):
         target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
         run_steps(schema_editor, self.steps(key, target, pages))
 
-    def database_forwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
-    ) -> None:
-        self._run(app_label, schema_editor, from_state)
-
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
+    def backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
         """Nothing to undo here: AddBigintShadow's way back drops all that was built on it."""
 
@@ -92,29 +74,23 @@ class AddBigintShadow(_ShadowStep):
     drops the copies with their triggers, indexes and constraints.
     """
 
+    name_suffix = "bigint_shadow"
+
     def steps(
         self, key: convert.KeyInfo, target: convert.Target, pages: Pages
     ) -> list[online.Step]:
         return [online.prepare(key, target)]
 
-    def database_backwards(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        from_state: ProjectState,
-        to_state: ProjectState,
+    def backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, to_state)
+        key = self.key(app_label, schema_editor, state)
         if key is not None:
             target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
             run_steps(schema_editor, [online.remove(key, target)])
 
     def describe(self) -> str:
         return f"Add synced bigint copies of {self.model_name}'s key and its references"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return f"{self.model_name.lower()}_bigint_shadow"
 
 
 class BackfillBigintShadow(_ShadowStep):
@@ -126,17 +102,13 @@ class BackfillBigintShadow(_ShadowStep):
     """
 
     needs_autocommit = True
+    defaults: ClassVar[Mapping[str, object]] = {"lock_timeout": "5s", "batch_pages": 1000}
+    name_suffix = "bigint_backfill"
 
     def __init__(self, model_name: str, batch_pages: int = 1000, lock_timeout: str = "5s") -> None:
         super().__init__(model_name, lock_timeout)
         online.check_batch_pages(batch_pages)
         self.batch_pages = batch_pages
-
-    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        path, args, kwargs = super().deconstruct()
-        if self.batch_pages != 1000:
-            kwargs["batch_pages"] = self.batch_pages
-        return path, args, kwargs
 
     def steps(
         self, key: convert.KeyInfo, target: convert.Target, pages: Pages
@@ -146,10 +118,6 @@ class BackfillBigintShadow(_ShadowStep):
     def describe(self) -> str:
         return f"Backfill the bigint copies of {self.model_name}'s key, in batches"
 
-    @property
-    def migration_name_fragment(self) -> str:
-        return f"{self.model_name.lower()}_bigint_backfill"
-
 
 class ValidateShadowConstraints(_ShadowStep):
     """Build the unique index on the new key and a copy of each index on an old column
@@ -158,6 +126,7 @@ class ValidateShadowConstraints(_ShadowStep):
     """
 
     needs_autocommit = True
+    name_suffix = "bigint_validate"
 
     def steps(
         self, key: convert.KeyInfo, target: convert.Target, pages: Pages
@@ -166,10 +135,6 @@ class ValidateShadowConstraints(_ShadowStep):
 
     def describe(self) -> str:
         return f"Index and validate the bigint copies of {self.model_name}'s key and references"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return f"{self.model_name.lower()}_bigint_validate"
 
 
 class SwapToBigint(ConvertToKSortedId):
@@ -182,6 +147,7 @@ class SwapToBigint(ConvertToKSortedId):
     """
 
     dialects = ("postgresql",)
+    name_suffix = "bigint_swap"
 
     def forwards_steps(self, key: convert.KeyInfo, target: convert.Target) -> list[online.Step]:
         online.check_dialect(key)
@@ -189,7 +155,3 @@ class SwapToBigint(ConvertToKSortedId):
 
     def describe(self) -> str:
         return f"Swap {self.model_name}'s key for its bigint copy ({self.layout} IDs)"
-
-    @property
-    def migration_name_fragment(self) -> str:
-        return f"{self.model_name.lower()}_bigint_swap"
