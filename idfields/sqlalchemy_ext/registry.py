@@ -3,23 +3,21 @@
 Models are usually defined (at import) before the application configures its node source (at
 start-up), so column defaults never hold a generator directly: each holds a :class:`_Slot` that
 makes the generator on first use from the configuration in force then. :func:`configure` closes
-the generators made so far (their leases are released) and empties the slots; every source is
-wrapped in a :class:`_FencedSource`, so the generator that replaces one never repeats its IDs,
-even when a fixed-node factory hands the same node out again.
+the generators made so far (their nodes are released) and empties the slots. A generator that
+replaces one never repeats its IDs: leases are fenced by the coordination, and fixed nodes by
+the core (``idfields.nodes``), which starts a rebuilt generator after its predecessor's IDs.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from idfields.errors import NodeError
 from idfields.generators import DEFAULT_MAX_SKEW_NS, IdSource, make_generator
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
-from idfields.nodes import Assignment, NodeSource, default_source
+from idfields.nodes import NodeSource
 
 SourceFactory = Callable[[Layout], NodeSource]
 IdSourceOrFactory = IdSource | Callable[[], IdSource]
@@ -32,53 +30,6 @@ class _Config:
     layouts: Mapping[str, Layout] = field(default_factory=dict)
     max_skew_ns: int = DEFAULT_MAX_SKEW_NS
     generators: Mapping[str, IdSourceOrFactory] = field(default_factory=dict)
-
-
-class _History:
-    """What this process's generators of one layout have used: how far they issued, and which
-    blocks (node values) a counter layout has had."""
-
-    def __init__(self) -> None:
-        self.issued_until_ns = 0
-        self.blocks: set[tuple[tuple[str, int], ...]] = set()
-
-
-class _FencedSource:
-    """The configured source, with the layout's history applied to every assignment."""
-
-    def __init__(self, source: NodeSource | None, history: _History) -> None:
-        self._source = source
-        self._history = history
-
-    def __repr__(self) -> str:
-        return repr(self._source) if self._source is not None else "the default node source"
-
-    def acquire(self, layout: Layout) -> Assignment:
-        if self._source is None:
-            self._source = default_source(layout)
-        assignment = self._source.acquire(layout)
-        history = self._history
-        if layout.timestamp is None:
-            block = tuple(sorted(assignment.values.items()))
-            if block in history.blocks:
-                raise NodeError(
-                    f"{self._source!r} gave node {dict(block)} of layout {layout.name!r} again; "
-                    "its counter restarts at 1 and would repeat IDs. Use a source that hands out "
-                    "fresh values (the database DecimalSource or LeaseSource)"
-                )
-            history.blocks.add(block)
-        release = assignment.release
-
-        def record(issued_until_ns: int) -> None:
-            history.issued_until_ns = max(history.issued_until_ns, issued_until_ns)
-            if release is not None:
-                release(issued_until_ns)
-
-        return dataclasses.replace(
-            assignment,
-            not_before_ns=max(assignment.not_before_ns, history.issued_until_ns),
-            release=record,
-        )
 
 
 class _Slot:
@@ -101,7 +52,6 @@ class _Registry:
         self._config = _Config()
         self._slots: dict[str, _Slot] = {}
         self._generators: dict[str, IdSource] = {}
-        self._histories: dict[str, _History] = {}
 
     def slot(self, layout: str | Layout) -> _Slot:
         name = layout.name if isinstance(layout, Layout) else layout
@@ -145,10 +95,8 @@ class _Registry:
         source = config.source
         if source is not None and not isinstance(source, NodeSource):
             source = source(layout)
-        history = self._histories.setdefault(slot.name, _History())
-        fenced = _FencedSource(source, history)
         options = {"max_skew_ns": config.max_skew_ns} if layout.timestamp is not None else {}
-        return make_generator(layout, fenced, **options)
+        return make_generator(layout, source, **options)
 
     def configure(self, config: _Config) -> None:
         with self._lock:
