@@ -15,6 +15,14 @@ CORE_MODULES = [
     "idfields.layouts",
     "idfields.nodes",
     "idfields.cli",
+    "idfields.compare",
+    "idfields.coordination",
+    "idfields.hostshared",
+    "idfields.migrations",
+    "idfields.migrations.convert",
+    "idfields.redisid",
+    "idfields.runids",
+    "idfields.sql",
 ]
 
 

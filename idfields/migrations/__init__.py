@@ -1,4 +1,5 @@
-"""Migration support: Alembic operations in ``idfields.migrations.alembic``.
+"""Migration support: Django operations in ``idfields.migrations.django``, Alembic operations in
+``idfields.migrations.alembic``, and the conversion plans both use in ``convert``.
 
 Import only the submodule of the tool you use: this package imports neither Django nor Alembic.
 """
