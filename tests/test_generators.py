@@ -445,7 +445,9 @@ def _scripted_run(generator_class: type[TimeGenerator], node: int) -> list[int]:
     return ids
 
 
-@pytest.mark.skipif(not COMPILED, reason="the C extension is not built on this machine")
+@pytest.mark.skipif(
+    not COMPILED, reason="the compiled core is not in use (not built, or IDFIELDS_PURE_PYTHON=1)"
+)
 def test_compiled_and_pure_cores_issue_the_same_ids() -> None:
     class PureTimeGenerator(PureTimeCore, TimeGenerator):  # the reference logic on the same state
         pass
