@@ -3,6 +3,7 @@ bookkeeping that makes forks and clean exits safe."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
@@ -124,10 +125,12 @@ class IdGenerator:
             self._mark_stale()
 
     def __del__(self) -> None:
-        # A dropped generator frees its node; the release fences the node's next holder.
+        # A dropped generator frees its node; the release fences the node's next holder. Never
+        # raise from here: a lease that cannot be released lapses at its end all the same.
         assignment = getattr(self, "_assignment", None)
         if assignment is not None and assignment.release is not None:
-            assignment.release(self._issued_until_ns())
+            with contextlib.suppress(Exception):
+                assignment.release(self._issued_until_ns())
 
     def _mark_stale(self) -> None:
         """Send the next call down the slow path, which takes a node before issuing."""
