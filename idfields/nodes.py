@@ -2,9 +2,11 @@
 
 A source hands out an :class:`Assignment` when a generator starts, when a generator of a
 layout without a timestamp (DecimalId, runid) has used up its sequence, and in a child after
-``fork()``. Fixed sources (an explicit value, the environment, development mode) can give their
-value to one process once; asked again they raise instead of letting two sequences share a node.
-Lease sources (the database coordination of the ORM layers) give a fresh value every time.
+``fork()``. Fixed sources (an explicit value, the environment, development mode) serve one
+process: a forked child asking for the parent's node gets an error, a generator rebuilt on a
+node in the same process starts after its predecessor's IDs, and a used-up DecimalId/runid block
+is never handed out again. Lease sources (the database coordination of the ORM layers) give a
+fresh, fenced value every time.
 """
 
 from __future__ import annotations
@@ -110,7 +112,7 @@ _fixed_claims = _FixedClaims()
 
 
 class _OncePerProcess:
-    """Shared rule of fixed sources: never in two processes, never two generators at once."""
+    """Shared rule of fixed sources: one process only, reuse within it fenced (_FixedClaims)."""
 
     description = "a fixed node"
 
