@@ -1,11 +1,14 @@
-"""Database-side ID functions for user layouts: ``idfields.next_<name>()`` and its test hook
-``idfields.next_<name>_at(now_tick bigint)``, rendered in the style of the built-in ones.
+"""Database-side ID functions for user layouts: ``idfields.next_<name>()``, its test hook
+``idfields.next_<name>_at(now_tick bigint)`` and ``idfields.decode_<name>(id[, reference])``,
+rendered in the style of the built-in ones.
 
 A binary layout ``[Constant...] Timestamp [Constant...] Node [Constant...] Sequence`` can be
 expressed: the same inlined SQL hot path as ``next_snowflake()`` (non-wrapping timestamps) or
 ``next_traceid()`` (wrapping ones) over a per-backend temporary sequence, and the same PL/pgSQL
 slow path, ``idfields.time_slow_path(...)`` of SQL version 0001, called with the layout's
-constants. Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
+constants; the decoder is plain SQL like ``decode_snowflake()``, agreeing with
+:meth:`Layout.decode`. Anything else raises :class:`~idfields.errors.LayoutError` naming why and
+the fix.
 
 The SQL depends only on the layout's data and the SQL version, so a migration that stores both
 (``Layout.to_spec()`` and ``"0001"``) replays the same way forever: the template of a released
@@ -17,10 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias
 
 from idfields.errors import LayoutError
-from idfields.layouts import Constant, Layout, Node, Sequence, Timestamp
+from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
 
 #: SQL versions whose slow path user layouts can be rendered against.
 VERSIONS = ("0001",)
@@ -37,6 +41,16 @@ _SUFFIXES = ("_lease", "_limit")
 _CLOCK_UNITS = ("s", "10ms", "ms", "us")  # clock_timestamp() has microseconds, no finer
 _MIN_WRAP_S = 86_400
 _SIGN = -(2**63)
+_MAX_ID = 2**63 - 1
+# The decoder's parameter and fixed column names, which a decoded field must not take.
+_DECODER_NAMES = frozenset({"id", "reference", "time_ms", "time_us", "time", "in_layout"})
+_US = timedelta(microseconds=1)
+_UNIX = datetime(1970, 1, 1, tzinfo=UTC)
+# Python's datetime range in unix microseconds: the decoder's "time" is NULL outside it, as
+# Layout.decode's ``time`` is None.
+_FIRST_US = (datetime.min.replace(tzinfo=UTC) - _UNIX) // _US
+_LAST_US = (datetime.max.replace(tzinfo=UTC) - _UNIX) // _US
+_DAY_US = 86_400_000_000
 
 
 @dataclass(frozen=True)
@@ -73,7 +87,8 @@ class _Shape:
 
 
 def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.next_<name>()`` and ``next_<name>_at(bigint)``."""
+    """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)`` and
+    ``decode_<name>(bigint[, timestamptz])``."""
     if version not in VERSIONS:
         raise ValueError(
             f"idfields renders layout functions for SQL versions {', '.join(VERSIONS)}, "
@@ -83,6 +98,7 @@ def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, 
     clock = _clock(shape)
     render = _render_wrapping if shape.wraps else _render_growing
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
+    decoder, drop_decoder = _render_decoder(layout, shape)
     create = (
         f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
         f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
@@ -90,11 +106,13 @@ def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, 
         f"AS $$\n{render(shape, 'now_tick')}\n$$;\n\n"
         f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"AS $$\n{render(shape, clock)}\n$$;\n"
+        f"AS $$\n{render(shape, clock)}\n$$;\n\n"
+        f"{decoder}"
     )
     drop = (
         f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
         f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+        f"{drop_decoder}"
     )
     return create, drop
 
@@ -170,6 +188,12 @@ def _shape(layout: Layout) -> _Shape:
         raise fail(
             f"its Node reaches {node.maximum}, past the lease table's integer column",
             "give the Node at most 31 bits (or a maximum below 2**31)",
+        )
+    clash = sorted({stamp.name, node.name, sequence.name} & _DECODER_NAMES)
+    if clash:
+        raise fail(
+            f"its field name {clash[0]!r} is a parameter or column of idfields.decode_{name}()",
+            f"rename the field (not one of {', '.join(sorted(_DECODER_NAMES))})",
         )
     unit_us = layout.unit_ns // 1000
     if spec.wraps and stamp.radix * unit_us < _MIN_WRAP_S * 1_000_000:
@@ -291,3 +315,117 @@ def _render_wrapping(shape: _Shape, now: str) -> str:
         THEN pg_catalog.lastval()
         ELSE {_slow_path(shape, now)}
     END"""
+
+
+def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of decode_snowflake()'s twin or, for a wrapping timestamp,
+    decode_traceid()'s: (id, reference) IMMUTABLE, and (id) reading the clock."""
+    stamp = _stamp(layout)
+    node, sequence = layout.node_fields[0], layout.placed[-1]
+    decoder = _ident(f"decode_{shape.name}")
+    # Whole milliseconds where the layout allows (like the clock), else microseconds.
+    per_us = 1000 if shape.epoch_us % 1000 == 0 and shape.unit_us % 1000 == 0 else 1
+    per_day, unit_name = _DAY_US // per_us, "millisecond" if per_us == 1000 else "microsecond"
+    checks = "\n        AND ".join(_checks(layout))
+    seq_type = "integer" if sequence.radix <= 2**31 else "bigint"
+    columns = (
+        f"OUT {_ident(stamp.name)} bigint, OUT {_ident(node.name)} integer, "
+        f"OUT {_ident(sequence.name)} {seq_type},\n"
+        f'    OUT time_{"ms" if per_us == 1000 else "us"} bigint, OUT "time" timestamptz, '
+        f"OUT in_layout boolean"
+    )
+    # "time" adds whole days to a timestamp without time zone: exact (an interval times a
+    # float is not, past 2**53) and free of the session's DST.
+    body = f"""    SELECT {_field(layout, stamp)}, {_field(layout, node)}::integer,
+        {_field(layout, sequence)}::{seq_type}, t.at,
+        CASE WHEN t.at BETWEEN {-(-_FIRST_US // per_us)} AND {_LAST_US // per_us}
+            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
+                + (t.at / {per_day}) * interval '1 day'
+                + (t.at % {per_day}) * interval '1 {unit_name}') END,
+        {checks}
+    FROM (SELECT {_time(layout, shape, per_us)} AS at
+          FROM ({_tick(layout, shape)}) AS w) AS t"""  # noqa: S608 (no input)
+    plain = f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n    id bigint, {columns}\n)\n"
+    if not shape.wraps:
+        create = f"{plain}LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\nAS $$\n{body}\n$$;\n"
+        return create, f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint);\n"
+    now_reference = f"SELECT * FROM idfields.{decoder}(id, pg_catalog.clock_timestamp())"  # noqa: S608 (a quoted name)
+    create = (
+        f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n"
+        f"    id bigint, reference timestamptz, {columns}\n)\n"
+        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\nAS $$\n{body}\n$$;\n\n"
+        f"{plain}LANGUAGE sql VOLATILE STRICT PARALLEL SAFE\nAS $$ {now_reference} $$;\n"
+    )
+    drop = (
+        f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint, timestamptz);\n"
+        f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint);\n"
+    )
+    return create, drop
+
+
+def _stamp(layout: Layout) -> PlacedField:
+    return next(p for p in layout.placed if isinstance(p.spec, Timestamp))
+
+
+def _field(layout: Layout, placed: PlacedField) -> str:
+    """A field's value in ``id``: its bits, all the rest for the topmost field (as in Python)."""
+    shift = _bits(placed.multiplier)
+    value = f"(id >> {shift})" if shift else "id"
+    return value if placed is layout.placed[0] else f"({value} & {placed.radix - 1})"
+
+
+def _highest(layout: Layout, placed: PlacedField) -> int:
+    """The largest value a field's bits can hold in a positive bigint."""
+    top = placed is layout.placed[0]
+    return _MAX_ID >> _bits(placed.multiplier) if top else placed.radix - 1
+
+
+def _checks(layout: Layout) -> list[str]:
+    """Layout.decode's in_layout as SQL, leaving out the tests a field's bits always pass."""
+    checks = ["id > 0"] + ([f"id <= {layout.limit}"] if layout.limit < _MAX_ID else [])
+    for placed in layout.placed:
+        value = _field(layout, placed)
+        if placed.minimum == placed.maximum:
+            checks.append(f"{value} = {placed.minimum}")
+            continue
+        if placed.minimum > 0:
+            checks.append(f"{value} >= {placed.minimum}")
+        if placed.maximum < _highest(layout, placed):
+            checks.append(f"{value} <= {placed.maximum}")
+    return checks
+
+
+def _tick(layout: Layout, shape: _Shape) -> str:
+    """The unwrapped tick as ``SELECT ... AS tick``: a wrapping one in the period nearest
+    ``reference`` (Layout.decode's ``now + (tick - now + half) % radix - half``)."""
+    stamp = _stamp(layout)
+    raw = _field(layout, stamp)
+    if not shape.wraps:
+        return f"SELECT {raw} AS tick"
+    radix, half, unit = 1 << shape.ts_bits, 1 << (shape.ts_bits - 1), shape.unit_us
+    since = "(pg_catalog.extract('epoch', reference) * 1000000)::bigint"
+    if shape.epoch_us:
+        since += f" {'-' if shape.epoch_us > 0 else '+'} {abs(shape.epoch_us)}"
+    now = f"SELECT {since} AS now"
+    if unit != 1:  # floor division: a reference before the epoch has negative ticks
+        floor = f"(u.us - ((u.us % {unit}) + {unit}) % {unit}) / {unit}"
+        now = f"SELECT {floor} AS now FROM (SELECT {since} AS us) AS u"  # noqa: S608 (no input)
+    # now % radix first: the sums stay below 3 * radix, whatever the reference.
+    nearest = f"((({raw} - r.now % {radix} + {half}) % {radix}) + {radix}) % {radix} - {half}"
+    return f"SELECT r.now + {nearest} AS tick\n                FROM ({now}) AS r"  # noqa: S608 (no input)
+
+
+def _time(layout: Layout, shape: _Shape, per_us: int) -> str:
+    """Unix time of ``w.tick`` in ``per_us`` microseconds, NULL where a bigint cannot hold it."""
+    epoch, unit = shape.epoch_us // per_us, shape.unit_us // per_us
+    at = "w.tick" if unit == 1 else f"w.tick * {unit}"
+    if epoch:
+        at = f"{epoch} + {at}"
+    lowest, highest = -((2**63 + epoch) // unit), (_MAX_ID - epoch) // unit
+    stamp = _stamp(layout)
+    first, last = (_SIGN, _MAX_ID) if shape.wraps else (0, _highest(layout, stamp))
+    if lowest <= first and last <= highest:
+        return at
+    return (
+        f"CASE WHEN w.tick BETWEEN {max(lowest, _SIGN)} AND {min(highest, _MAX_ID)} THEN {at} END"
+    )

@@ -1,12 +1,13 @@
 """User layouts inside PostgreSQL: idfields.next_<name>() rendered from a Layout, over the same
 slow path as the built-ins; past a narrow sequence's capacity, with constants, wrapping, seconds;
-the layouts it refuses; the Django and Alembic operations that install it."""
+idfields.decode_<name>() agreeing with Layout.decode; the layouts it refuses; the Django and
+Alembic operations that install it."""
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,8 @@ import psycopg
 import pytest
 from alembic import command
 from databases import DbUrl
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from psycopg import sql
 
 from idfields import sql as idsql
@@ -56,7 +59,10 @@ WRAPPING = Layout(  # a period of 2**30 ms, about 12 days
     [Constant(1, value=1), Timestamp(30, unit="ms", wraps=True), Node(8), Sequence(10)],
 )
 FINE = Layout("fine", [Timestamp(50, unit="us", epoch=EPOCH), Node(6), Sequence(7)])
-LAYOUTS = (NARROW, COARSE, TAGGED, WRAPPING, FINE)
+SPARSE = Layout(  # high bits make ticks whose time in ms is past a bigint
+    "sparse", [Timestamp(40, unit="10ms", epoch=EPOCH), Node(2), Sequence(2)]
+)
+LAYOUTS = (NARROW, COARSE, TAGGED, WRAPPING, FINE, SPARSE)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -221,6 +227,79 @@ def test_wrapping_layout_crosses_its_wrap_without_repeating(connect: Any) -> Non
     assert sum(b < a for a, b in itertools.pairwise(ids)) == 1  # the raw integers wrap once
 
 
+@pytest.fixture(scope="module")
+def decoding(pg_kwargs: dict[str, object]) -> Iterator[psycopg.Connection]:
+    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        yield conn
+
+
+def sql_decode(
+    conn: psycopg.Connection, layout: Layout, value: int, reference: datetime | None
+) -> tuple[list[str], tuple[Any, ...]]:
+    """decode_<name>(value[, reference]): its column names and its row."""
+    name = sql.Identifier(f"decode_{layout.name}")
+    more = sql.SQL("") if reference is None else sql.SQL(", %s")
+    cursor = conn.execute(
+        sql.SQL("SELECT * FROM idfields.{}(%s{})").format(name, more),
+        [value, *([] if reference is None else [reference])],
+    )
+    row = cursor.fetchone()
+    assert row is not None and cursor.description is not None
+    return [column.name for column in cursor.description], row
+
+
+def py_decode(layout: Layout, value: int, reference_ns: int) -> tuple[list[str], tuple[Any, ...]]:
+    """Layout.decode as the SQL decoder's columns; time_ms/_us is NULL past a bigint."""
+    decoded = layout.decode(value, reference_ns=reference_ns)
+    assert layout.timestamp and layout.sequence and decoded.time_ns is not None
+    names = [layout.timestamp.name, layout.node_fields[0].name, layout.sequence.name]
+    column, unit_ns = ("time_us", 10**3) if layout is FINE else ("time_ms", 10**6)
+    at = decoded.time_ns // unit_ns
+    row = (
+        *(decoded.values[n] for n in names),
+        at if -(2**63) <= at < 2**63 else None,
+        decoded.time,
+        decoded.in_layout,
+    )
+    return [*names, column, "time", "in_layout"], row
+
+
+def unix_ns(moment: datetime) -> int:
+    return (moment - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda layout: layout.name)
+@settings(max_examples=60, deadline=None)
+@given(
+    data=st.data(),
+    reference=st.datetimes(datetime(1900, 1, 1), datetime(2300, 1, 1), timezones=st.just(UTC)),
+)
+def test_sql_decode_equals_python_decode(
+    decoding: psycopg.Connection, layout: Layout, data: st.DataObject, reference: datetime
+) -> None:
+    value = data.draw(st.integers(1, layout.max_id) | st.integers(1, 2**63 - 1), label="id")
+    given_reference = reference if layout.wraps else None
+    assert sql_decode(decoding, layout, value, given_reference) == py_decode(
+        layout, value, unix_ns(reference)
+    )
+
+
+def test_wrapping_decode_takes_the_nearest_period(decoding: psycopg.Connection) -> None:
+    """At both edges of half a period, and with the server clock as the reference."""
+    reference = datetime(2026, 3, 1, 12, 0, 0, 500, tzinfo=UTC)
+    now, half = WRAPPING.tick_of(unix_ns(reference)), 2**29
+    for offset in (-half - 1, -half, -half + 1, 0, half - 1, half, half + 1):
+        value = WRAPPING.compose(timestamp=now + offset, node=7, sequence=3)
+        assert sql_decode(decoding, WRAPPING, value, reference) == py_decode(
+            WRAPPING, value, unix_ns(reference)
+        )
+    clock_ns = server_ns(decoding)
+    value = WRAPPING.compose(timestamp=WRAPPING.tick_of(clock_ns) + 5, node=7, sequence=3)
+    names, row = sql_decode(decoding, WRAPPING, value, None)
+    assert (names, row) == py_decode(WRAPPING, value, clock_ns)
+    assert abs(row[3] * 10**6 - clock_ns) < 10**9  # this period, not another
+
+
 def sequence_first() -> Layout:
     return Layout("seqfirst", [Timestamp(41, epoch=EPOCH), Sequence(12), Node(10)])
 
@@ -236,6 +315,10 @@ def sequence_first() -> Layout:
         (sequence_first(), "Sequence is not the last"),
         (Layout("Bad-Name", [Timestamp(41, epoch=EPOCH), Node(10), Sequence(12)]), "safe SQL"),
         (SNOWFLAKE, "used by the built-in"),
+        (
+            Layout("clash", [Timestamp(41, epoch=EPOCH, name="time"), Node(10), Sequence(12)]),
+            "field name 'time' is a parameter or column of idfields.decode_clash()",
+        ),
         (Layout("x_lease", [Timestamp(41, epoch=EPOCH), Node(10), Sequence(12)]), "_lease"),
         (
             Layout("tenth_us", [Timestamp(55, unit="100ns", epoch=EPOCH), Node(4), Sequence(3)]),
@@ -303,12 +386,12 @@ def test_django_operation_round_trips_through_a_migration_file(
 
     run(django_connection, InstallIdFunctions("0001"), "forwards")
     run(django_connection, rebuilt, "forwards")
-    assert {"next_narrow", "next_narrow_at"} <= functions_in(empty_database)
+    assert {"next_narrow", "next_narrow_at", "decode_narrow"} <= functions_in(empty_database)
     ids = generates(empty_database, NARROW)
     assert ids == sorted(set(ids))
     run(django_connection, rebuilt, "backwards")
     left = functions_in(empty_database)
-    assert "next_narrow" not in left and "next_narrow_at" not in left
+    assert not {"next_narrow", "next_narrow_at", "decode_narrow"} & left
     assert "next_snowflake" in left  # only the layout's functions went
     with pytest.raises(LayoutError, match="it is decimal"):
         InstallLayoutFunctions(layout=DECIMAL.to_spec(), version="0001")
