@@ -7,7 +7,7 @@ import contextlib
 import threading
 import time
 import weakref
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from idfields.errors import ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
@@ -167,6 +167,3 @@ class IdGenerator:
         self._lock = threading.Lock()
         self._assignment = None  # the parent's; never released from here
         self._mark_stale()
-
-    def decode(self, value: int) -> dict[str, Any]:
-        return self.layout.decode(value).to_dict()
