@@ -240,7 +240,12 @@ def test_a_step_back_slightly_past_the_bound_waits_a_bounded_time() -> None:
 def test_a_stuck_clock_raises_after_max_wait_instead_of_hanging() -> None:
     clock = StuckClock()
     generator = make_generator(
-        "snowflake", node=1, clock=clock, sleep=clock.sleep, max_skew_ns=2 * MS, max_wait_ns=10 * MS
+        "snowflake",
+        node=next(_fresh_nodes),
+        clock=clock,
+        sleep=clock.sleep,
+        max_skew_ns=2 * MS,
+        max_wait_ns=10 * MS,
     )
     with pytest.raises(ClockMovedBackwards):
         generator.take(4096 * 20)
