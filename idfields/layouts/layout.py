@@ -10,6 +10,8 @@ construction, with a message naming the field and the fix.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 import time
 from collections.abc import Iterable, Mapping
@@ -235,6 +237,22 @@ class Layout:
 
     def _identity(self) -> tuple[object, ...]:
         return (self.name, self.fields, self.base, self.js_safe)
+
+    @property
+    def lease_key(self) -> str:
+        """The key of this layout's rows in the lease table: its identity, not just its name.
+
+        A built-in layout keeps its bare name (the key its database functions and every earlier
+        release use); any other layout adds a fingerprint of its spec, so a layout changed under
+        an old name during a rolling deploy leases from a disjoint node space.
+        """
+        from idfields.layouts.builtin import BUILTIN_LAYOUTS  # builtin imports this module
+
+        if BUILTIN_LAYOUTS.get(self.name) == self:
+            return self.name
+        spec = {key: value for key, value in self.to_spec().items() if key != "description"}
+        digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()
+        return f"{self.name[:51]}#{digest[:12]}"
 
     @property
     def field_summary(self) -> str:
