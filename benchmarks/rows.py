@@ -108,8 +108,12 @@ def _cost(row: Row, base: Row) -> str:
     if not mine or not theirs:
         return ""
     if row["unit"] in _PER_ITEM:
-        return f"+{1e6 / mine - 1e6 / theirs:.3g} {_PER_ITEM[row['unit']]}"
-    return f"+{mine - theirs:.3g} {row['unit']}"
+        return f"+{_short(1e6 / mine - 1e6 / theirs)} {_PER_ITEM[row['unit']]}"
+    return f"+{_short(mine - theirs)} {row['unit']}"
+
+
+def _short(number: float) -> str:
+    return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
 
 
 def judge(row: Row, group: Iterable[Row]) -> Verdict:
