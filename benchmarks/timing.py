@@ -91,7 +91,7 @@ def paired_rows(
     group: str,
     unit: str,
     result: Paired[str],
-    baseline: str,
+    baseline: str | None,
     *,
     targets: Mapping[str, float] | None = None,
     notes: Mapping[str, str] | None = None,
@@ -102,7 +102,7 @@ def paired_rows(
     targets, notes = targets or {}, notes or {}
     rows = []
     for name in result.values:
-        base = None if name == baseline else baseline
+        base = None if name == baseline else baseline  # None: no comparison
         rows.append(
             measured_row(
                 group, name, unit, result, base, targets.get(name),
