@@ -154,22 +154,22 @@ def format_markdown(
     for status in statuses:
         reason = status.reason.replace("|", "\\|")
         lines.append(f"| {status.module} | {status.status} | {status.seconds:.1f} | {reason} |")
-    lines += ["", "## Targets", "", _header(TARGET_HEADERS)]
-    lines += [_line(target_cells(row, verdict)) for row, verdict in target_rows(rows)]
+    lines += ["", "## Targets", "", header_line(TARGET_HEADERS)]
+    lines += [table_line(target_cells(row, verdict)) for row, verdict in target_rows(rows)]
     if chart:
         lines += ["", f"![ratios against the baselines]({chart})"]
     for name, members in groups(rows).items():
         load = load_text(members)
-        lines += ["", f"## {name}", *(["", load] if load else []), "", _header(HEADERS)]
-        lines += [_line(cells) for cells in group_table(members)]
+        lines += ["", f"## {name}", *(["", load] if load else []), "", header_line(HEADERS)]
+        lines += [table_line(cells) for cells in group_table(members)]
     return "\n".join(lines) + "\n"
 
 
-def _header(headers: Sequence[str]) -> str:
-    return _line(headers) + "\n" + "|---" * len(headers) + "|"
+def header_line(headers: Sequence[str]) -> str:
+    return table_line(headers) + "\n" + "|---" * len(headers) + "|"
 
 
-def _line(cells: Sequence[str]) -> str:
+def table_line(cells: Sequence[str]) -> str:
     """One markdown table line; a ``|`` inside a cell is escaped."""
     return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
