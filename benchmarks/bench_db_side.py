@@ -197,7 +197,7 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
 
 
 def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
-    count, rounds = (20_000, 2) if quick else (1_000_000, 5)
+    count, rounds = (20_000, 2) if quick else (1_000_000, 3)
     candidates, absent = _install(conn)
     by_name = {candidate.name: candidate for candidate in candidates}
     sizes: dict[str, list[float]] = {name: [] for name in by_name}
@@ -228,7 +228,7 @@ def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
 
 def single_row_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
     """pgbench-style: ``clients`` sessions, one single-row INSERT per autocommit transaction."""
-    rounds = 2 if quick else 5
+    rounds = 2 if quick else 3
     candidates = [IDENTITY, BIGSERIAL, SNOWFLAKE, INSTAGRAM_ID, UUID4]
     by_name = {candidate.name: candidate for candidate in candidates}
     for candidate in candidates:

@@ -27,7 +27,7 @@ class Pgbench:
     def __init__(self, url: str, *, quick: bool) -> None:
         self.url = url
         self.binary = shutil.which("pgbench")
-        self.seconds = 4
+        self.seconds = 3
         # quick: a fixed number of transactions per client instead of a time (pgbench -t)
         self.transactions = 100 if quick else None
         run = f"{self.transactions} transactions a client" if quick else f"{self.seconds} s a run"
