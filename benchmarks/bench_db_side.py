@@ -122,7 +122,7 @@ def _fresh(conn: psycopg.Connection[Any], candidate: Candidate) -> None:
 
 
 def _statement(candidate: Candidate) -> pgsql.Composed:
-    return pgsql.SQL(candidate.insert).format(table=_table(candidate), heeranjid=_HEERANJID)  # type: ignore[arg-type]
+    return pgsql.SQL(candidate.insert).format(table=_table(candidate), heeranjid=_HEERANJID)
 
 
 def _index_mib(conn: psycopg.Connection[Any], candidate: Candidate) -> float:

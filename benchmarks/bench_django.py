@@ -124,12 +124,6 @@ def _saves(model: type[Any], count: int) -> float:
     return seconds(insert) / count * 1e6
 
 
-def _pair(group: str, result: Paired[Any], target: float) -> list[Row]:
-    ksorted, identity = result.values
-    named = Paired({OURS: result.values[ksorted], BASELINE: result.values[identity]}, result.load)
-    return paired_rows(group, "us/row", named, BASELINE, targets={OURS: target})
-
-
 def _hot_path(model: type[Any], quick: bool) -> list[Row]:
     """Nanoseconds per object. Short runs (``calls`` IDs each) on the process's generator: a
     long tight loop would outrun the layout's capacity and time the waits instead of the code."""
@@ -177,12 +171,14 @@ def run(quick: bool = False) -> list[Row]:
             editor.create_model(model)
     try:
         ksorted(name="warm-up", amount=0).save()  # the node is taken outside the timed runs
-        models = (ksorted, identity)
-        bulk = paired(models, repeats, lambda model: _bulk(model, bulk_count))
-        saves = paired(models, repeats, lambda model: _saves(model, save_count))
+        models = {OURS: ksorted, BASELINE: identity}
+        bulk = paired(list(models), repeats, lambda name: _bulk(models[name], bulk_count))
+        saves = paired(list(models), repeats, lambda name: _saves(models[name], save_count))
+        bulk_group = f"Django bulk_create (PostgreSQL, {bulk_count:,} rows)"
+        save_group = f"Django save() (PostgreSQL, {save_count:,} rows)"
         return [
-            *_pair(f"Django bulk_create (PostgreSQL, {bulk_count:,} rows)", bulk, 1.0),
-            *_pair(f"Django save() (PostgreSQL, {save_count:,} rows)", saves, 1.05),
+            *paired_rows(bulk_group, "us/row", bulk, BASELINE, targets={OURS: 1.0}),
+            *paired_rows(save_group, "us/row", saves, BASELINE, targets={OURS: 1.05}),
             *_hot_path(ksorted, quick),
         ]
     finally:

@@ -311,8 +311,8 @@ def take_rows(quick: bool) -> list[Row]:
     capped = "snowflake capacity, 1 node"
     ours = make_row(TAKE, f"idfields take({BATCH:_}) loop", statistics.median(rates), "ids/s",
                     capped, 0.95, higher_is_better=True, note=note)  # fmt: skip
-    ours.update(ratio=statistics.median(ratios), spread=[min(ratios), max(ratios)],
-                rounds=windows, load=[min(loads), max(loads)])  # fmt: skip
+    ours["ratio"], ours["spread"] = statistics.median(ratios), [min(ratios), max(ratios)]
+    ours["rounds"], ours["load"] = windows, [min(loads), max(loads)]
     return [
         make_row(TAKE, capped, capacity, "ids/s", None),
         ours,

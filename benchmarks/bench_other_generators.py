@@ -105,7 +105,7 @@ def _host_shared(folder: str, per_process: int, processes: int) -> float:
     ]
     for worker in workers:
         worker.start()
-    spans = [times.get() for _ in workers]
+    spans: list[tuple[float, float]] = [times.get() for _ in workers]
     for worker in workers:
         worker.join()
     wall = max(end for _, end in spans) - min(start for start, _ in spans)

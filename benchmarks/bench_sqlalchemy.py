@@ -76,7 +76,7 @@ def _tsidpy() -> Callable[[], object]:
 def _sonyflake() -> Callable[[], object]:
     from sonyflake_turbo import SonyFlake
 
-    next_id: Callable[[], object] = SonyFlake(*range(1024)).__next__  # type: ignore[attr-defined]
+    next_id: Callable[[], object] = SonyFlake(*range(1024)).__next__
     return next_id
 
 
@@ -130,11 +130,18 @@ def _prefill(session: Session, flush_context: object, instances: object) -> None
     pending = [obj for obj in session.new if getattr(obj, "id", None) is None]
     if pending:
         for obj, value in zip(pending, get_generator("snowflake").take(len(pending)), strict=True):
-            obj.id = value  # type: ignore[attr-defined]
+            obj.id = value
+
+
+def _table(model: type[Base]) -> sa.Table:
+    table = model.__table__
+    if not isinstance(table, sa.Table):
+        raise TypeError(f"{model.__name__} is not mapped to a Table")
+    return table
 
 
 def _truncate(engine: sa.Engine, model: type[Base]) -> None:
-    table = engine.dialect.identifier_preparer.format_table(model.__table__)  # type: ignore[arg-type]
+    table = engine.dialect.identifier_preparer.format_table(_table(model))
     with engine.begin() as conn:
         conn.exec_driver_sql(f"TRUNCATE TABLE {table}")
 
@@ -143,7 +150,7 @@ def _insert(path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str
     """Seconds to insert ``rows`` into ``model``'s emptied table by ``path``."""
     _truncate(engine, model)
     if path == CORE:
-        table = model.__table__
+        table = _table(model)
 
         def core() -> None:
             with engine.begin() as conn:
@@ -151,10 +158,16 @@ def _insert(path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str
 
         return seconds(core)
     with Session(engine) as session:
-        if path == EXECUTE:
-            return seconds(lambda: (session.execute(sa.insert(model), rows), session.commit()))
-        objects = [model(**row) for row in rows]
-        return seconds(lambda: (session.add_all(objects), session.commit()))
+        objects = [] if path == EXECUTE else [model(**row) for row in rows]
+
+        def orm() -> None:
+            if path == EXECUTE:
+                session.execute(sa.insert(model), rows)
+            else:
+                session.add_all(objects)
+            session.commit()
+
+        return seconds(orm)
 
 
 def _driver_url(vendor: str, driver: str) -> str:
@@ -210,8 +223,8 @@ def _path_rows(
     if len(engines) > 1:  # MariaDB: each driver against the first, in the same rounds
         group = f"MariaDB driver, {path} ({count:,} rows)"
         for name in (OURS, "baseline"):
-            label = baseline if name == "baseline" else name
-            versus = {f"{DRIVER_NAMES[d]}: {label}": result.values[f"{d}|{name}"] for d in engines}
+            shown = baseline if name == "baseline" else name
+            versus = {f"{DRIVER_NAMES[d]}: {shown}": result.values[f"{d}|{name}"] for d in engines}
             out += paired_rows(group, "us/row", Paired(versus, result.load), next(iter(versus)))
     return out
 

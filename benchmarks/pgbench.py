@@ -89,7 +89,7 @@ def _python_tps(url: str, statement: str, clients: int, seconds: float) -> float
     ]
     for worker in workers:
         worker.start()
-    results = [out.get() for _ in workers]
+    results: list[tuple[int, float]] = [out.get() for _ in workers]
     for worker in workers:
         worker.join()
     return sum(done for done, _ in results) / max(spent for _, spent in results)
