@@ -1,5 +1,9 @@
 """Single-row autocommit throughput, pgbench-style: N clients, one statement per transaction.
 
+Sessions run with ``synchronous_commit = off``: every key kind waits for the same WAL flush per
+commit, and on a shared disk that wait is most of the time and most of the noise; without it the
+figure is what the key kind costs the server per transaction.
+
 With the ``pgbench`` binary on PATH, it runs a custom script (``-n -f``, no vacuum, no built-in
 tables) and the figure is its "tps ... without initial connection time". Without it, N Python
 processes each open one autocommit psycopg connection and send the statement in a loop for the
@@ -18,6 +22,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+SESSION_OPTIONS = "-c synchronous_commit=off"
 _TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
 
 
@@ -32,7 +37,7 @@ class Pgbench:
         self.transactions = 100 if quick else None
         run = f"{self.transactions} transactions a client" if quick else f"{self.seconds} s a run"
         driver = "pgbench -n -f script" if self.binary else "Python driver (no pgbench on PATH)"
-        self.how = f"{driver}, {run}"
+        self.how = f"{driver}, {run}, synchronous_commit=off"
 
     def tps(self, statement: str, clients: int) -> float:
         """Transactions per second of ``clients`` sessions sending ``statement``."""
@@ -40,7 +45,7 @@ class Pgbench:
             seconds = 0.3 if self.transactions else self.seconds
             return _python_tps(self.url, statement, clients, seconds)
         parts = urlsplit(self.url)
-        env = {**os.environ}
+        env = {**os.environ, "PGOPTIONS": SESSION_OPTIONS}
         if parts.password:
             env["PGPASSWORD"] = unquote(parts.password)
         with tempfile.TemporaryDirectory() as folder:
@@ -68,7 +73,7 @@ class Pgbench:
 def _client(url: str, statement: str, seconds: float, start: float, out: object) -> None:
     import psycopg
 
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True, options=SESSION_OPTIONS) as conn:
         conn.execute(statement)  # connection set-up and a first statement outside the timing
         while time.time() < start:
             time.sleep(0.001)

@@ -102,14 +102,15 @@ class Verdict:
 _PER_ITEM = {"rows/s": "us/row", "tps": "us/txn", "ids/s": "us/ID"}
 
 
-def _cost(row: Row, base: Row) -> str:
-    """What ``row`` spends per item beyond ``base``, in the row's own time unit."""
-    mine, theirs = row["value"], base["value"]
-    if not mine or not theirs:
+def _cost(row: Row, base: Row, ratio: float) -> str:
+    """What ``row`` spends per item beyond ``base``, in the row's own time unit, from the (paired)
+    ratio: the baseline's median scaled by it, so the cost agrees with the verdict."""
+    theirs = base["value"]
+    if not theirs or not ratio:
         return ""
-    if row["unit"] in _PER_ITEM:
-        return f"+{_short(1e6 / mine - 1e6 / theirs)} {_PER_ITEM[row['unit']]}"
-    return f"+{_short(mine - theirs)} {row['unit']}"
+    if row["unit"] in _PER_ITEM:  # a rate: the time per item is its inverse
+        return f"+{_short(1e6 / theirs * (1 / ratio - 1))} {_PER_ITEM[row['unit']]}"
+    return f"+{_short(theirs * (ratio - 1))} {row['unit']}"
 
 
 def _short(number: float) -> str:
@@ -132,8 +133,10 @@ def judge(row: Row, group: Iterable[Row]) -> Verdict:
         if ratio >= target:
             return Verdict(ratio, True, "met")
         return Verdict(
-            ratio, False, f"MISSED by {(1 - ratio / target) * 100:.1f}%", _cost(row, base)
+            ratio, False, f"MISSED by {(1 - ratio / target) * 100:.1f}%", _cost(row, base, ratio)
         )
     if ratio <= target:
         return Verdict(ratio, True, "met")
-    return Verdict(ratio, False, f"MISSED by {(ratio / target - 1) * 100:.1f}%", _cost(row, base))
+    return Verdict(
+        ratio, False, f"MISSED by {(ratio / target - 1) * 100:.1f}%", _cost(row, base, ratio)
+    )

@@ -64,7 +64,7 @@ def test_a_paired_ratio_decides_the_verdict_and_a_miss_names_its_cost() -> None:
     rate = _row("rate", 800.0, unit="tps", baseline="base", target=0.8, higher_is_better=True,
                 ratio=0.5)  # fmt: skip
     base_rate = _row("base", 1000.0, unit="tps")
-    assert judge(rate, [base_rate, rate]).cost == "+250 us/txn"
+    assert judge(rate, [base_rate, rate]).cost == "+1,000 us/txn"  # 1 ms a txn at half the rate
 
 
 def test_paired_alternates_the_order_and_pairs_ratios_within_a_round() -> None:
