@@ -190,8 +190,6 @@ def single_call_group(quick: bool, compiled: bool) -> list[Row]:
     targets = {snowflake: 1.0, **({decimal: 1.0} if compiled else {})}
     notes = {subject.name: subject.note for subject in PEERS if subject.note}
     notes[ours_name(INSTANCE_CALL, compiled)] = "the public call; not a target"
-    if baseline not in usable:
-        return _with_group(missing, group)
     rows = paired_rows(group, NS_PER_ID, result, baseline, targets=targets, notes=notes)
     peers = [subject.name for subject in PEERS] if compiled else list(PURE_PEERS)
     lead = lead_row(group, snowflake, peers, result, NS_PER_ID)
@@ -263,8 +261,6 @@ def bulk_rows(quick: bool) -> list[Row]:
         list(usable), 3 if quick else 9, lambda name: ns_per_call(usable[name].make(), 1) / BATCH
     )
     baseline = subjects[1].name
-    if baseline not in usable:
-        return _with_group(missing, BULK)
     notes = {subject.name: subject.note for subject in subjects if subject.note}
     return paired_rows(BULK, NS_PER_ID, result, baseline, notes=notes) + _with_group(missing, BULK)
 

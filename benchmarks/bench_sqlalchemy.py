@@ -35,7 +35,14 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from benchmarks.report import run_alone
 from benchmarks.rows import Row, make_row
 from benchmarks.servers import sqlalchemy_url
-from benchmarks.timing import Paired, lead_row, measured_row, paired, paired_rows, seconds
+from benchmarks.timing import (
+    Paired,
+    lead_row,
+    measured_row,
+    paired_rows,
+    paired_wall_and_cpu,
+    wall_and_cpu,
+)
 from idfields.nodes import StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_column
 
@@ -146,8 +153,10 @@ def _truncate(engine: sa.Engine, model: type[Base]) -> None:
         conn.exec_driver_sql(f"TRUNCATE TABLE {table}")
 
 
-def _insert(path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str, Any]]) -> float:
-    """Seconds to insert ``rows`` into ``model``'s emptied table by ``path``."""
+def _insert(
+    path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str, Any]]
+) -> tuple[float, float]:
+    """Wall and client CPU seconds to insert ``rows`` into ``model``'s emptied table by ``path``."""
     _truncate(engine, model)
     if path == CORE:
         table = _table(model)
@@ -156,7 +165,7 @@ def _insert(path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str
             with engine.begin() as conn:
                 conn.execute(table.insert(), rows)
 
-        return seconds(core)
+        return wall_and_cpu(core)
     with Session(engine) as session:
         objects = [] if path == EXECUTE else [model(**row) for row in rows]
 
@@ -167,7 +176,7 @@ def _insert(path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str
                 session.add_all(objects)
             session.commit()
 
-        return seconds(orm)
+        return wall_and_cpu(orm)
 
 
 def _driver_url(vendor: str, driver: str) -> str:
@@ -195,41 +204,60 @@ def _path_rows(
     names = list(keys.models) + ([PREFILL] if path == ORM else [])
     subjects = [f"{driver}|{name}" for driver, name in itertools.product(engines, names)]
 
-    def measure(subject: str) -> float:
+    def measure(subject: str) -> tuple[float, float]:
         driver, _, name = subject.partition("|")
         model = keys.models[OURS if name == PREFILL else name]
-        if name != PREFILL:
-            return _insert(path, engines[driver], model, rows) / count * 1e6
-        event.listen(Session, "before_flush", _prefill)
+        if name == PREFILL:
+            event.listen(Session, "before_flush", _prefill)
         try:
-            return _insert(path, engines[driver], model, rows) / count * 1e6
+            wall, cpu = _insert(path, engines[driver], model, rows)
         finally:
-            event.remove(Session, "before_flush", _prefill)
+            if name == PREFILL:
+                event.remove(Session, "before_flush", _prefill)
+        return wall / count * 1e6, cpu / count * 1e6
 
-    result: Paired[str] = paired(subjects, rounds, measure)
+    wall, cpu = paired_wall_and_cpu(subjects, rounds, measure)
     out: list[Row] = []
     baseline = BASELINE[vendor]
     target = TARGETS.get(path, 1.05 if (vendor, path) == ("postgresql", CORE) else None)
     for driver in engines:
         group = f"SQLAlchemy {path} ({VENDORS[vendor]}, {DRIVER_NAMES[driver]}, {count:,} rows)"
         label = {f"{driver}|{name}": baseline if name == "baseline" else name for name in names}
-        mine = Paired({label[s]: result.values[s] for s in label}, result.load)
-        targets = {OURS: target, PREFILL: target} if target else {}
-        out += paired_rows(group, "us/row", mine, baseline, targets=targets)
-        out += [make_row(group, name, None, "us/row", baseline, note=why)
-                for name, why in keys.missing.items()]  # fmt: skip
-        lead = lead_row(group, OURS, list(PEERS), mine, "us/row")
-        out += [lead] if lead else []
-        if path == ORM:  # what the prefill gives, against the per-row default directly
-            out.append(measured_row(group, f"{PREFILL} vs {OURS}", "us/row", mine, OURS,
-                                    value_of=PREFILL))  # fmt: skip
+        for result, suffix, goal in ((wall, "", target), (cpu, ", client CPU", None)):
+            mine = Paired({label[s]: result.values[s] for s in label}, result.load)
+            out += _key_rows(group + suffix, mine, baseline, goal, keys, prefill=path == ORM)
     if len(engines) > 1:  # MariaDB: each driver against the first, in the same rounds
-        group = f"MariaDB driver, {path} ({count:,} rows)"
-        for name in (OURS, "baseline"):
-            shown = baseline if name == "baseline" else name
-            versus = {f"{DRIVER_NAMES[d]}: {shown}": result.values[f"{d}|{name}"] for d in engines}
-            out += paired_rows(group, "us/row", Paired(versus, result.load), next(iter(versus)))
+        for result, suffix in ((wall, ""), (cpu, ", client CPU")):
+            group = f"MariaDB driver, {path} ({count:,} rows){suffix}"
+            for name in (OURS, "baseline"):
+                shown = baseline if name == "baseline" else name
+                versus = {f"{DRIVER_NAMES[d]}: {shown}": result.values[f"{d}|{name}"]
+                          for d in engines}  # fmt: skip
+                out += paired_rows(group, "us/row", Paired(versus, result.load), next(iter(versus)))
     return out
+
+
+def _key_rows(
+    group: str,
+    mine: Paired[str],
+    baseline: str,
+    target: float | None,
+    keys: Keys,
+    *,
+    prefill: bool,
+) -> list[Row]:
+    """One driver's rows of one path: every key against the baseline, the missing peers, ours
+    against the fastest peer and, on the ORM path, the prefill against the per-row default."""
+    targets = {OURS: target, PREFILL: target} if target else {}
+    rows = paired_rows(group, "us/row", mine, baseline, targets=targets)
+    rows += [make_row(group, name, None, "us/row", baseline, note=why)
+             for name, why in keys.missing.items()]  # fmt: skip
+    lead = lead_row(group, OURS, list(PEERS), mine, "us/row")
+    rows += [lead] if lead else []
+    if prefill:
+        rows.append(measured_row(group, f"{PREFILL} vs {OURS}", "us/row", mine, OURS,
+                                 value_of=PREFILL))  # fmt: skip
+    return rows
 
 
 def _vendor_rows(vendor: str, count: int, rounds: int) -> list[Row]:

@@ -65,13 +65,24 @@ def paired(
     return result
 
 
-def calls_for(fn: Callable[[], object], seconds: float) -> int:
-    """How many calls of ``fn`` take about ``seconds`` (a power of two, at least 1)."""
-    timer = timeit.Timer("f()", globals={"f": fn})
-    calls = 1
-    while timer.timeit(calls) < seconds / 2:
-        calls *= 2
-    return calls * 2
+def paired_wall_and_cpu(
+    subjects: Sequence[Subject], rounds: int, measure: Callable[[Subject], tuple[float, float]]
+) -> tuple[Paired[Subject], Paired[Subject]]:
+    """:func:`paired` of a measure giving (wall, client CPU): both series, from the same runs.
+
+    Client CPU is this process's own work, which the other processes of a busy machine move far
+    less than wall time: where two subjects differ only in client-side work (app-side keys), it
+    is the steadier figure; wall time also counts the server and the waits.
+    """
+    cpu: dict[Subject, list[float]] = {subject: [] for subject in subjects}
+
+    def wall(subject: Subject) -> float:
+        spent, used = measure(subject)
+        cpu[subject].append(used)
+        return spent
+
+    result = paired(subjects, rounds, wall)
+    return result, Paired(cpu, result.load)
 
 
 def ns_per_call(fn: Callable[[], object], calls: int) -> float:
@@ -85,6 +96,13 @@ def seconds(step: Callable[[], object]) -> float:
     started = time.perf_counter()
     step()
     return time.perf_counter() - started
+
+
+def wall_and_cpu(step: Callable[[], object]) -> tuple[float, float]:
+    """Wall and this process's CPU seconds of one call of ``step``."""
+    started, cpu = time.perf_counter(), time.process_time()
+    step()
+    return time.perf_counter() - started, time.process_time() - cpu
 
 
 def paired_rows(
@@ -133,7 +151,7 @@ def measured_row(
     row["rounds"] = len(result.values[subject])
     if result.load:
         row["load"] = [min(result.load), max(result.load)]
-    if baseline is not None:
+    if baseline is not None and baseline in result.values:  # else judged "not measured"
         ratios = result.ratios(subject, baseline)
         row["ratio"] = statistics.median(ratios)
         row["spread"] = [min(ratios), max(ratios)]

@@ -161,8 +161,9 @@ def test_quick_generator_run_writes_a_report(
     assert [m["status"] for m in report["modules"]] == ["ok"]
     rows = {(row["group"], row["name"]): row for row in report["rows"]}
     ours = rows[CALL_PURE, ours_name("snowflake", compiled=False)]
-    assert ours["rounds"] >= 2 and ours["spread"][0] <= ours["ratio"] <= ours["spread"][1]
-    assert ours["load"][0] <= ours["load"][1]
+    assert ours["value"] > 0 and ours["rounds"] >= 2 and ours["load"][0] <= ours["load"][1]
+    if rows[CALL_PURE, ours["baseline"]]["value"] is not None:  # the peer is installed
+        assert ours["spread"][0] <= ours["ratio"] <= ours["spread"][1]
     ahead = rows[TAKE, "largest run-ahead seen"]
     assert 0 < ahead["value"] <= rows[TAKE, "max_skew bound"]["value"]
     markdown = (tmp_path / "report.md").read_text()
