@@ -265,15 +265,13 @@ def _vendor_rows(vendor: str, count: int, rounds: int) -> list[Row]:
     rows: list[Row] = []
     try:
         keys = _keys()
-        for engine in engines.values():
-            Base.metadata.drop_all(engine)
-            Base.metadata.create_all(engine)
-            break
-        for path in (ORM, EXECUTE, CORE):
-            rows += _path_rows(vendor, path, engines, keys, count, rounds)
-        for engine in engines.values():
-            Base.metadata.drop_all(engine)
-            break
+        first = next(iter(engines.values()), None)  # the drivers share one database
+        if first is not None:
+            Base.metadata.drop_all(first)
+            Base.metadata.create_all(first)
+            for path in (ORM, EXECUTE, CORE):
+                rows += _path_rows(vendor, path, engines, keys, count, rounds)
+            Base.metadata.drop_all(first)
     finally:
         Base.metadata.clear()
         Base.registry.dispose()
