@@ -10,9 +10,9 @@ into the first revision, never an ``op.drop_table``); :func:`add_tables` does th
 from __future__ import annotations
 
 from sqlalchemy import (
-    Connection,
     BigInteger,
     Column,
+    Connection,
     DateTime,
     Identity,
     Integer,
@@ -25,7 +25,14 @@ from sqlalchemy import (
 
 from idfields.sqlalchemy_ext.checks import INFO_KEY, warn_narrow_columns
 
-__all__ = ["INFO_KEY", "add_tables", "counter_table", "launch_table", "metadata", "node_lease_table"]
+__all__ = [
+    "INFO_KEY",
+    "add_tables",
+    "counter_table",
+    "launch_table",
+    "metadata",
+    "node_lease_table",
+]
 
 LAUNCH_TABLE = "idfields_launch"
 NODE_LEASE_TABLE = "idfields_node_lease"
