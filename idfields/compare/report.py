@@ -282,12 +282,13 @@ def _chart(report: Report, path: Path) -> None:
         axis.set_title(title, fontsize=11)
         axis.set_xlabel(_wrap(CAPTIONS[caption]), fontsize=8, loc="left")
         texts = ["n/a" if v is None else f"{v:,.2f}" for v in values]
+        ends = [bar.get_width() for bar in bars]
         if caption == "speed":
-            _whiskers(axis, report, bars, texts)
-        for bar, text in zip(bars, texts, strict=True):
+            _whiskers(axis, report, bars, texts, ends)
+        for bar, text, end in zip(bars, texts, ends, strict=True):
             axis.annotate(
                 text,
-                (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                (end, bar.get_y() + bar.get_height() / 2),
                 xytext=(3, 0),
                 textcoords="offset points",
                 va="center",
@@ -301,7 +302,7 @@ def _chart(report: Report, path: Path) -> None:
     plt.close(figure)
 
 
-def _whiskers(axis: Any, report: Report, bars: Any, texts: list[str]) -> None:
+def _whiskers(axis: Any, report: Report, bars: Any, texts: list[str], ends: list[float]) -> None:
     """Slowest-to-fastest run of each strategy as a line over its bar; ties say so."""
     for index, (name, bar) in enumerate(zip(report.strategies, bars, strict=True)):
         span = report.ratio_range(name, "batch")
@@ -309,11 +310,12 @@ def _whiskers(axis: Any, report: Report, bars: Any, texts: list[str]) -> None:
             continue
         middle = bar.get_y() + bar.get_height() / 2
         axis.plot(span, [middle, middle], color="black", linewidth=1.2)
+        ends[index] = max(ends[index], span[1])
         if report.tie(name, "batch"):
             texts[index] += " (tie)"
 
 
-def _wrap(text: str, width: int = 95) -> str:
+def _wrap(text: str, width: int = 80) -> str:
     import textwrap
 
     return "\n".join(textwrap.wrap(text, width))
