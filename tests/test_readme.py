@@ -125,3 +125,37 @@ def test_failures_name_the_readme_line(tmp_path: Path) -> None:
 def test_malformed_directives_are_errors(markdown: str, message: str) -> None:
     with pytest.raises(ReadmeError, match=message):
         parse(markdown)
+
+
+def test_install_table_lists_every_extra_of_pyproject() -> None:
+    """One fact in one place: the README's extras table is the pyproject's extras."""
+    import tomllib
+
+    root = readme_blocks.ROOT
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    install = (root / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([\w-]+)` \|", install, re.MULTILINE)
+    assert listed == list(extras)
+
+
+def test_make_demo_installs_the_demo_extra_only(tmp_path: Path) -> None:
+    """Before: ``make demo`` installed the whole dev toolchain (445 MB)."""
+    import subprocess
+    import tomllib
+
+    root = readme_blocks.ROOT
+    done = subprocess.run(
+        ["make", "-n", "-B", "demo", f"VENV={tmp_path / 'venv'}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "pip install -e '.[demo]'" in done.stdout and "[dev" not in done.stdout
+    assert "idfields compare --out compare-out" in done.stdout
+    extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert extras["demo"] == ["idfields[compare]"]

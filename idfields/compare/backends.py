@@ -347,12 +347,14 @@ class MysqlBackend(Backend):
 
 
 def connect(database_url: str | None, directory: str) -> Backend:
-    """A backend for the URL (postgresql://, mysql:// or mariadb://), or SQLite in ``directory``."""
-    if database_url is None:
-        conn = sqlite3.connect(f"{directory}/compare.sqlite3")
-        return Backend(conn)
-    parts = urlsplit(database_url)
+    """A backend for the URL (postgresql://, mysql://, mariadb:// or sqlite:///path), or SQLite
+    in ``directory``."""
+    parts = urlsplit(database_url or "")
     scheme = parts.scheme.split("+")[0]
+    if database_url is None or scheme == "sqlite":
+        # sqlite:///relative.db and sqlite:////absolute.db, as SQLAlchemy writes them.
+        path = parts.path[1:] if database_url else f"{directory}/compare.sqlite3"
+        return Backend(sqlite3.connect(path or f"{directory}/compare.sqlite3"))
     try:
         return _connect_server(database_url, parts, scheme)
     except ImportError as error:
@@ -387,6 +389,6 @@ def _connect_server(database_url: str, parts: Any, scheme: str) -> Backend:
             )
         )
     raise ValueError(
-        f"--database-url scheme {parts.scheme!r} is not supported; use postgresql://, mysql:// "
-        "or mariadb:// (or leave it out for an embedded SQLite database)"
+        f"--database-url scheme {parts.scheme!r} is not supported; use postgresql://, mysql://, "
+        "mariadb:// or sqlite:///file.db (or leave it out for an embedded SQLite database)"
     )

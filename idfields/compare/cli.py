@@ -14,7 +14,8 @@ HELP = "insert N rows keyed by AUTO_INCREMENT, k-sorted IDs and UUIDs; compare s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database-url",
-        help="postgresql://... or mysql://... (default: an embedded SQLite database)",
+        help="postgresql://..., mysql://... or sqlite:///file.db (default: a temporary SQLite "
+        "database)",
     )
     parser.add_argument("--rows", type=_rows, default=10_000, help="rows per table (10,000)")
     parser.add_argument(
