@@ -234,7 +234,9 @@ class PostgresBackend(Backend):
 
         # Schema "idfields" (in names and in its CREATE SCHEMA) becomes the scratch schema.
         script = re.sub(r"\bidfields(?=[.;])", self.schema, sql.load(sql.LATEST))
-        script = script.replace("public.idfields_", f"{self.schema}.idfields_")
+        # The lease table's schema: public (0001 names it so; later versions quote it).
+        for public in ("public.idfields_", '"public".idfields_'):
+            script = script.replace(public, f"{self.schema}.idfields_")
         return self._try(_LEASE_TABLE.format(schema=self.schema)) or self._try(script)
 
     def close(self) -> None:
