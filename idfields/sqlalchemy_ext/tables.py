@@ -12,7 +12,6 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
-    Connection,
     DateTime,
     Identity,
     Integer,
@@ -20,10 +19,9 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
-    event,
 )
 
-from idfields.sqlalchemy_ext.checks import INFO_KEY, warn_narrow_columns
+from idfields.sqlalchemy_ext.checks import INFO_KEY, watch
 
 __all__ = [
     "INFO_KEY",
@@ -42,14 +40,13 @@ COUNTER_TABLE = "idfields_counter"
 def add_tables(metadata: MetaData) -> tuple[Table, Table, Table]:
     """Define the three tables on ``metadata`` (once); returns (launch, node_lease, counter).
 
-    Also warns about the columns :func:`~idfields.sqlalchemy_ext.check_metadata` names, now and
-    again before ``metadata.create_all()``.
+    Also warns about the columns :func:`~idfields.sqlalchemy_ext.check_metadata` names: now,
+    before ``metadata.create_all()`` and when the ORM configures its mappers.
     """
-    warn_narrow_columns(metadata)
+    watch(metadata)
     if LAUNCH_TABLE in metadata.tables:
         tables = metadata.tables
         return tables[LAUNCH_TABLE], tables[NODE_LEASE_TABLE], tables[COUNTER_TABLE]
-    event.listen(metadata, "before_create", _check_before_create)
     launch = Table(
         LAUNCH_TABLE,
         metadata,
@@ -84,10 +81,6 @@ def add_tables(metadata: MetaData) -> tuple[Table, Table, Table]:
         Column("value", BigInteger, nullable=False),
     )
     return launch, node_lease, counter
-
-
-def _check_before_create(metadata: MetaData, connection: Connection, **kw: object) -> None:
-    warn_narrow_columns(metadata)
 
 
 metadata = MetaData()

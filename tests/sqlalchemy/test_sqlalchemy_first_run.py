@@ -132,7 +132,8 @@ def test_id_column_core_is_the_primary_key() -> None:
     assert set(table.metadata.tables) >= TABLES
 
 
-def test_check_metadata_names_integer_foreign_keys_to_an_id() -> None:
+def narrow_metadata() -> sa.MetaData:
+    """A parent keyed by an ID column and a child whose Integer foreign key points at it."""
     meta = sa.MetaData()
     sa.Table("idf_parent", meta, id_column_core("id"))
     sa.Table(
@@ -142,14 +143,22 @@ def test_check_metadata_names_integer_foreign_keys_to_an_id() -> None:
         sa.Column("parent_id", sa.Integer, sa.ForeignKey("idf_parent.id")),
         sa.Column("wide_parent_id", sa.BigInteger, sa.ForeignKey("idf_parent.id")),
     )
+    return meta
+
+
+def test_check_metadata_names_integer_foreign_keys_to_an_id() -> None:
+    meta = narrow_metadata()
     problems = check_metadata(meta)
     assert len(problems) == 1
     assert problems[0].startswith("idf_child.parent_id is Integer() but references idf_parent.id")
     assert "BigInteger" in problems[0]
-    with pytest.warns(NarrowColumnWarning, match="idf_child.parent_id"):
+    with pytest.warns(NarrowColumnWarning, match="idf_child.parent_id") as caught:
         add_tables(meta)
-    with pytest.warns(NarrowColumnWarning, match="idf_child.parent_id"):
+        add_tables(meta)
         meta.create_all(sa.create_engine("sqlite://"))
+    assert len(caught) == 1  # once per column
+    with pytest.warns(NarrowColumnWarning, match="idf_child.parent_id"):
+        narrow_metadata().create_all(sa.create_engine("sqlite://"))
 
 
 def test_add_tables_twice_is_harmless() -> None:
@@ -158,3 +167,29 @@ def test_add_tables_twice_is_harmless() -> None:
         warnings.simplefilter("error")
         first = add_tables(meta)
         assert add_tables(meta) == first
+
+
+def test_orm_integer_foreign_key_is_named_when_mappers_configure() -> None:
+    """An explicit ``Integer`` foreign key to an ID (SQLAlchemy-Utils' 43 failures) is named when
+    the ORM configures its mappers; ``Mapped[int]`` with a bare ForeignKey takes the key's
+    BIGINT and is fine."""
+
+    class NarrowBase(DeclarativeBase):
+        pass
+
+    class Parent(NarrowBase):
+        __tablename__ = "idf_narrow_parent"
+        id: Mapped[int] = id_column(primary_key=True)
+
+    class Child(NarrowBase):
+        __tablename__ = "idf_narrow_child"
+        id: Mapped[int] = id_column(primary_key=True)
+        parent_id: Mapped[int] = mapped_column(sa.Integer, sa.ForeignKey("idf_narrow_parent.id"))
+        other_id: Mapped[int] = mapped_column(sa.ForeignKey("idf_narrow_parent.id"))
+
+    assert [p.split(" is ")[0] for p in check_metadata(NarrowBase.metadata)] == [
+        "idf_narrow_child.parent_id"
+    ]
+    with pytest.warns(NarrowColumnWarning, match="idf_narrow_child.parent_id"):
+        sa.orm.configure_mappers()
+    NarrowBase.registry.dispose()
