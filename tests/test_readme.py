@@ -138,6 +138,9 @@ def test_install_table_lists_every_extra_of_pyproject() -> None:
     install = (root / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
     listed = re.findall(r"^\| `([\w-]+)` \|", install, re.MULTILINE)
     assert listed == list(extras)
+    readme = (root / "README.md").read_text()
+    named = {e for group in re.findall(r"idfields\[([\w,-]+)\]", readme) for e in group.split(",")}
+    assert named and named <= set(extras), named - set(extras)
 
 
 def test_make_demo_installs_the_demo_extra_only(tmp_path: Path) -> None:
