@@ -1,0 +1,82 @@
+"""close() while the generator is in use, and a closed generator called again."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from generator_support import CORES, START_NS, FakeClock, fresh_node
+
+from idfields import Assignment, Layout, NodeError, StaticNode, make_generator
+from idfields.generators import TimeGenerator
+from idfields.layouts import SNOWFLAKE
+
+MS = 1_000_000
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_closed_generator_raises_naming_what_to_call_instead(core: type[TimeGenerator]) -> None:
+    clock = FakeClock(START_NS + 20_000 * MS)  # a frozen clock: every ID in one millisecond
+    node = StaticNode(fresh_node())
+    old = core("snowflake", node, clock=clock, sleep=clock.sleep)
+    first = old.take(10)
+    old.close()
+    new = core("snowflake", node, clock=clock, sleep=clock.sleep)
+    issued = new.take(1000)
+    for attempt in (lambda: [old()], lambda: old.take(1000)):
+        with pytest.raises(NodeError, match=r"closed.*make_generator"):
+            issued += attempt()
+    assert min(issued) > max(first)
+    old.close()  # closing twice is harmless
+
+
+class SlowRelease:
+    """A lease-like source whose release takes a database round trip (50 ms), during which the
+    GIL is free; it records the fence each release wrote."""
+
+    def __init__(self) -> None:
+        self.nodes = iter(range(fresh_node() + 600, 1024))
+        self.fences: list[int] = []
+
+    def acquire(self, layout: Layout) -> Assignment:
+        return Assignment({"node": next(self.nodes)}, release=self.release)
+
+    def release(self, issued_until_ns: int) -> None:
+        time.sleep(0.05)  # the round trip (not synchronisation)
+        self.fences.append(issued_until_ns)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_nothing_is_issued_past_the_fence_close_wrote(core: type[TimeGenerator]) -> None:
+    source = SlowRelease()
+    generator = core("snowflake", source)
+    ids: list[int] = []
+    started = threading.Event()
+    stop = threading.Event()
+    outcome: list[BaseException] = []
+
+    def issue() -> None:
+        try:
+            while not stop.is_set():
+                ids.append(generator())
+                if len(ids) == 1000:
+                    started.set()
+        except NodeError as error:
+            outcome.append(error)
+        finally:
+            started.set()
+
+    thread = threading.Thread(target=issue)
+    thread.start()
+    started.wait()
+    generator.close()
+    stop.set()
+    thread.join()
+    first_node = SNOWFLAKE.decode(ids[0]).values["node"]
+    fence = source.fences[0]
+    late = [v for v in ids if SNOWFLAKE.decode(v).values["node"] == first_node]
+    late = [v for v in late if SNOWFLAKE.decode(v).time_ns > fence]  # type: ignore[operator]
+    assert len(late) == 0, f"{len(late):,} IDs stamped past the fence"
+    assert outcome and "closed" in str(outcome[0])
+    assert len(set(ids)) == len(ids)
