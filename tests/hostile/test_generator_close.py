@@ -8,7 +8,7 @@ import time
 import pytest
 from generator_support import CORES, START_NS, FakeClock, fresh_node
 
-from idfields import Assignment, Layout, NodeError, StaticNode, make_generator
+from idfields import Assignment, Layout, NodeError, StaticNode
 from idfields.generators import TimeGenerator
 from idfields.layouts import SNOWFLAKE
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 import threading
@@ -54,7 +55,7 @@ def test_a_clock_replacing_itself_while_called_is_safe() -> None:
     assert generator() > 0
 
 
-# -- differential: the compiled core is a mirror of the reference ------------------------------------
+# -- differential: the compiled core mirrors the reference -----------------------------------------
 
 # One step of a script: advance or step back the clock (ns), one call, or take(n).
 STEP = st.one_of(
@@ -141,4 +142,4 @@ def test_under_threads_both_cores_keep_every_promise(steps: list[int]) -> None:
         everything = [value for ids in issued for value in ids]
         assert len(set(everything)) == len(everything)
         for ids in issued:
-            assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+            assert all(a < b for a, b in itertools.pairwise(ids))
