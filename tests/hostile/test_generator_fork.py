@@ -100,7 +100,7 @@ class PerProcess:
     """A lease-like source: a fresh node for every claim, whichever process asks."""
 
     def __init__(self) -> None:
-        self.next_node = multiprocessing.get_context("fork").Value("i", fresh_node() + 500)
+        self.next_node = multiprocessing.get_context("fork").Value("i", 1)
 
     def acquire(self, layout: Layout) -> Assignment:
         with self.next_node.get_lock():

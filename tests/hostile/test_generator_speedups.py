@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 import pytest
-from generator_support import MS, FakeClock, OneNode, PureTimeGenerator, fresh_node
+from generator_support import MS, FakeClock, OneNode, PureTimeGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -104,7 +104,7 @@ def test_the_compiled_core_issues_exactly_what_the_reference_issues(
 def _threaded(core: type[TimeGenerator], steps: list[int]) -> tuple[int, list[list[int]]]:
     """Four threads issue while the main thread steps a shared fake clock back and forth."""
     clock = FakeClock()
-    generator = core("snowflake", node=fresh_node(), clock=clock, sleep=clock.sleep)
+    generator = core("snowflake", OneNode(8), clock=clock, sleep=clock.sleep)
     done = threading.Event()
     issued: list[list[int]] = []
     errors: list[BaseException] = []
