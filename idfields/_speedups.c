@@ -78,6 +78,10 @@ static int read_clock(TimeCore *self, long long *now) {
         *now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
         return 0;
     }
+    if (self->clock == NULL) {  /* only after tp_clear, when the generator is being collected */
+        PyErr_SetString(PyExc_AttributeError, "the generator's clock is gone");
+        return -1;
+    }
     PyObject *clock = Py_NewRef(self->clock);  /* the call may replace self->clock */
     PyObject *value = PyObject_CallNoArgs(clock);
     Py_DECREF(clock);
@@ -124,6 +128,10 @@ static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
 }
 
 static PyObject *TimeCore_get_clock(TimeCore *self, void *closure) {
+    if (self->clock == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the generator's clock is gone");
+        return NULL;
+    }
     return Py_NewRef(self->clock);
 }
 
@@ -140,8 +148,11 @@ static int TimeCore_set_clock(TimeCore *self, PyObject *value, void *closure) {
     if (state == NULL) {
         return -1;
     }
-    Py_SETREF(self->clock, Py_NewRef(value));
+    /* Swap before dropping the old clock: its finaliser may run Python code that calls us. */
+    PyObject *old = self->clock;
+    self->clock = Py_NewRef(value);
     self->native = value == state->time_ns;
+    Py_XDECREF(old);
     return 0;
 }
 
@@ -152,6 +163,7 @@ static int TimeCore_traverse(TimeCore *self, visitproc visit, void *arg) {
 }
 
 static int TimeCore_clear(TimeCore *self) {
+    self->native = 0;
     Py_CLEAR(self->clock);
     return 0;
 }
