@@ -165,8 +165,10 @@ class IdGenerator:
         the node's next holder may already be issuing from the fence written here."""
         with self._changing():  # the hot path stops before the fence is read
             self._closed = True
-            self._drop_assignment()
-            self._mark_stale()
+            try:
+                self._drop_assignment()
+            finally:  # even when the release fails: nothing more is issued from this node
+                self._mark_stale()
 
     def __del__(self) -> None:
         # A dropped generator frees its node; the release fences the node's next holder. Never
