@@ -22,7 +22,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
-from idfields.errors import NodeError, ValueOutOfRange
+from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import (
     Assignment,
@@ -212,7 +212,7 @@ class IdGenerator:
         """Before every node claim: a closed generator, or another process's fixed node, is
         refused; a child of a lease-source generator becomes its owner."""
         if self._closed:
-            raise NodeError(
+            raise GeneratorClosed(
                 f"this generator of layout {self.layout.name!r} was closed and its node given "
                 "back, so it never issues again; make a new one (make_generator) or ask the "
                 "registry for the current one (django_app generator_for, sqlalchemy_ext "
