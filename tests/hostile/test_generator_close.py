@@ -6,13 +6,12 @@ import threading
 import time
 
 import pytest
-from generator_support import CORES, START_NS, FakeClock, fresh_node
+from generator_support import CORES, MS, START_NS, FakeClock, fresh_node
 
 from idfields import Assignment, Layout, NodeError, StaticNode
+from idfields.errors import GeneratorClosed
 from idfields.generators import TimeGenerator
 from idfields.layouts import SNOWFLAKE
-
-MS = 1_000_000
 
 
 @pytest.mark.parametrize("core", CORES)
