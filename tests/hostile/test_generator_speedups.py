@@ -101,11 +101,12 @@ def test_the_compiled_core_issues_exactly_what_the_reference_issues(
     assert _run(TimeGenerator, script, skew_ms) == _run(PureTimeGenerator, script, skew_ms)
 
 
-def _threaded(core: type[TimeGenerator], steps: list[int]) -> tuple[int, list[list[int]]]:
+def _threaded(core: type[TimeGenerator], steps: list[int]) -> list[list[int]]:
     """Four threads issue while the main thread steps a shared fake clock back and forth."""
     clock = FakeClock()
     generator = core("snowflake", OneNode(8), clock=clock, sleep=clock.sleep)
     done = threading.Event()
+    progress = threading.Semaphore(0)  # released every 100 IDs: the clock steps between calls
     issued: list[list[int]] = []
     errors: list[BaseException] = []
 
@@ -114,6 +115,8 @@ def _threaded(core: type[TimeGenerator], steps: list[int]) -> tuple[int, list[li
         try:
             while not done.is_set() or len(ids) < 2000:
                 ids.append(generator())
+                if len(ids) % 100 == 0:
+                    progress.release()
                 if len(ids) % 700 == 0:
                     ids += generator.take(300)
         except BaseException as error:
@@ -125,20 +128,21 @@ def _threaded(core: type[TimeGenerator], steps: list[int]) -> tuple[int, list[li
         thread.start()
     highest = clock.now_ns
     for step in steps:  # never more than 0.9 s behind its highest reading: max_wait bridges it
+        progress.acquire(timeout=5)
         clock.now_ns = max(clock.now_ns + step, highest - 900 * MS)
         highest = max(highest, clock.now_ns)
     done.set()
     for thread in threads:
         thread.join()
     assert not errors
-    return clock.now_ns, issued
+    return issued
 
 
 @settings(max_examples=15, deadline=None)
 @given(steps=st.lists(st.integers(-900 * MS, 5 * MS), min_size=1, max_size=40))
 def test_under_threads_both_cores_keep_every_promise(steps: list[int]) -> None:
     for core in (TimeGenerator, PureTimeGenerator):
-        _, issued = _threaded(core, steps)
+        issued = _threaded(core, steps)
         everything = [value for ids in issued for value in ids]
         assert len(set(everything)) == len(everything)
         for ids in issued:
