@@ -79,3 +79,42 @@ def test_nothing_is_issued_past_the_fence_close_wrote(core: type[TimeGenerator])
     assert len(late) == 0, f"{len(late):,} IDs stamped past the fence"
     assert outcome and isinstance(outcome[0], GeneratorClosed)
     assert len(set(ids)) == len(ids)
+
+
+class CallsDuringRelease:
+    """A source whose release (the database round trip) lets another thread call the generator:
+    once close() has begun, that call must wait for the lock, and then be refused."""
+
+    def __init__(self) -> None:
+        self.generator: TimeGenerator | None = None
+        self.issued: list[int] = []
+        self.refused: list[BaseException] = []
+        self.caller: threading.Thread | None = None
+
+    def acquire(self, layout: Layout) -> Assignment:
+        return Assignment({"node": 1}, release=self.release)
+
+    def release(self, issued_until_ns: int) -> None:
+        def call() -> None:
+            assert self.generator is not None
+            try:
+                self.issued.append(self.generator())
+            except NodeError as error:
+                self.refused.append(error)
+
+        self.caller = threading.Thread(target=call)
+        self.caller.start()
+        self.caller.join(timeout=0.2)  # a correct call blocks on the lock; this proves it does
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_no_hot_path_issues_once_close_has_begun(core: type[TimeGenerator]) -> None:
+    clock = FakeClock()
+    source = CallsDuringRelease()
+    generator = source.generator = core("snowflake", source, clock=clock, sleep=clock.sleep)
+    generator()  # a fresh tick: 4,095 IDs left that the hot path could hand out
+    generator.close()
+    assert source.caller is not None
+    source.caller.join()
+    assert source.issued == []
+    assert isinstance(source.refused[0], GeneratorClosed)
