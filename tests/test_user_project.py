@@ -1,0 +1,133 @@
+"""A user's own Django project, made exactly as the README says, passes its own test suite.
+
+The ``sh`` blocks of the README's Django section run as written (``pip install`` aside: this
+environment has the package) in a fresh directory: ``django-admin startproject``, ``startapp``,
+the settings, ``migrate``, then the project's own tests with Django's runner and pytest-django
+on SQLite, which assert that the first key is a snowflake ID (> 2**40). The same suite then runs
+on PostgreSQL and MariaDB, and the test database must be gone afterwards (PostgreSQL refused to
+drop it while the lease connection was open). Each run is a subprocess, as a user's would be.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import psycopg
+import pymysql  # type: ignore[import-untyped,unused-ignore]
+import pytest
+from databases import DbUrl
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+pytestmark = pytest.mark.slow
+
+
+def readme_django_blocks() -> list[str]:
+    """The ``sh`` blocks of the README's Django section, without ``pip install`` lines."""
+    text = README.read_text()
+    section = text.split("\n## Django\n", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.M | re.S)
+    return [
+        "\n".join(line for line in block.splitlines() if not line.startswith("pip install"))
+        for block in blocks
+    ]
+
+
+def run(cwd: Path, script: str) -> str:
+    """``script`` in bash, as a user's shell in the project would run it; its output."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("IDFIELDS_", "DJANGO_", "PYTEST_"))
+    }
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PYTHONPATH"] = str(ROOT)  # this checkout's idfields, as if pip-installed
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"{script}\n--- exit {done.returncode}:\n{output}"
+    return output
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project after the README's set-up block (startproject ... migrate)."""
+    if shutil.which("django-admin", path=str(Path(sys.executable).parent)) is None:
+        pytest.fail("django-admin is not installed next to this Python")
+    path = tmp_path_factory.mktemp("userproject")
+    setup, _ = readme_django_blocks()[1:3]
+    first_pk = int(run(path, setup).split()[-1])
+    assert first_pk > 2**40  # a snowflake ID, not BigAutoField's 1
+    return path
+
+
+def test_the_readme_steps_give_snowflake_keys_and_a_green_suite_on_sqlite(project: Path) -> None:
+    assert "no issues" in run(project, "python manage.py check")  # W010 gone with the line
+    suite = readme_django_blocks()[2]
+    output = run(project, suite)
+    assert "Ran 1 test" in output and "\nOK" in output  # Django's runner
+    assert "1 passed" in output  # pytest-django
+
+
+def test_w010_names_an_app_that_startapp_pinned_to_bigautofield(project: Path) -> None:
+    shutil.copy(project / "shop" / "apps.py.bak", project / "shop" / "apps.py")
+    try:
+        output = run(project, "python manage.py check")
+    finally:
+        (project / "shop" / "apps.py").write_text(
+            (project / "shop" / "apps.py.bak").read_text().replace(
+                "    default_auto_field = 'django.db.models.BigAutoField'\n", ""
+            )
+        )
+    assert "idfields.W010" in output and "shop" in output and "default_auto_field" in output
+
+
+def on_server(project: Path, url: str) -> str:
+    """The project's own suite, both runners, against the database at ``url``."""
+    database = DbUrl.parse(url).django_databases()["default"]
+    settings = project / "mysite" / "settings.py"
+    original = settings.read_text()
+    settings.write_text(
+        original
+        + "import pymysql\npymysql.install_as_MySQLdb()\n"
+        + f"DATABASES = {{'default': {database!r}}}\n"
+    )
+    try:
+        return run(project, "python manage.py test shop && python -m pytest shop/tests.py -q")
+    finally:
+        settings.write_text(original)
+
+
+def test_the_suite_passes_on_postgresql_and_leaves_no_test_database(
+    project: Path, postgres_url: str
+) -> None:
+    output = on_server(project, postgres_url)
+    assert "\nOK" in output and "1 passed" in output
+    server = DbUrl.parse(postgres_url)
+    with psycopg.connect(**server.psycopg_kwargs()) as conn:
+        left = conn.execute(
+            "SELECT datname FROM pg_database WHERE datname = %s", [f"test_{server.database}"]
+        ).fetchall()
+    assert left == []
+
+
+def test_the_suite_passes_on_mariadb_and_leaves_no_test_database(
+    project: Path, mysql_url: str
+) -> None:
+    output = on_server(project, mysql_url)
+    assert "\nOK" in output and "1 passed" in output
+    server = DbUrl.parse(mysql_url)
+    with pymysql.connect(**server.pymysql_kwargs()) as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW DATABASES LIKE %s", [f"test_{server.database}"])
+        assert cursor.fetchall() == ()
