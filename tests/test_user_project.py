@@ -93,8 +93,48 @@ def test_w010_names_an_app_that_startapp_pinned_to_bigautofield(project: Path) -
     assert "idfields.W010" in output and "shop" in output and "default_auto_field" in output
 
 
+TRANSACTION_TESTS = """
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.test import TestCase, TransactionTestCase
+
+from shop.models import Order
+
+
+class WriteFirst(TestCase):
+    def test_a_write_before_the_first_id(self):
+        Group.objects.create(name="first")  # a write: this transaction holds SQLite's lock
+        self.assertGreater(Order.objects.create(note="a").pk, 2**40)
+
+
+class InsideAtomic(TransactionTestCase):
+    def test_first_id_inside_atomic_after_a_write(self):
+        with transaction.atomic():
+            Group.objects.create(name="first")
+            self.assertGreater(Order.objects.create(note="a").pk, 2**40)
+"""
+
+
+@pytest.mark.parametrize("test_database", ["in-memory", "file"])
+def test_a_write_before_the_first_id_on_sqlite(project: Path, test_database: str) -> None:
+    """SQLite has one writer: the lease must not be claimed inside the test's transaction."""
+    module = project / "shop" / "test_transactions.py"
+    module.write_text(TRANSACTION_TESTS)
+    settings = project / "mysite" / "settings.py"
+    original = settings.read_text()
+    if test_database == "file":
+        settings.write_text(original + "DATABASES['default']['TEST'] = {'NAME': 'test.sqlite3'}\n")
+    try:
+        output = run(project, "python manage.py test shop.test_transactions")
+    finally:
+        settings.write_text(original)
+        module.unlink()
+    assert "Ran 2 tests" in output and "\nOK" in output
+    assert not (project / "test.sqlite3").exists()
+
+
 def on_server(project: Path, url: str) -> str:
-    """The project's own suite, both runners, against the database at ``url``."""
+    """The README's test block (both runners) with ``DATABASES`` pointed at ``url``."""
     database = DbUrl.parse(url).django_databases()["default"]
     settings = project / "mysite" / "settings.py"
     original = settings.read_text()
@@ -104,7 +144,7 @@ def on_server(project: Path, url: str) -> str:
         + f"DATABASES = {{'default': {database!r}}}\n"
     )
     try:
-        return run(project, "python manage.py test shop && python -m pytest shop/tests.py -q")
+        return run(project, readme_django_blocks()[2])
     finally:
         settings.write_text(original)
 

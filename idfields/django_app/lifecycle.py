@@ -46,7 +46,10 @@ def _releasing_leases_first(method: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(method)
     def wrapper(self: BaseDatabaseCreation, *args: Any, **kwargs: Any) -> Any:
         sources.reset()  # create: leases live in the database being replaced; destroy: see above
-        return method(self, *args, **kwargs)
+        result = method(self, *args, **kwargs)
+        if method.__name__ == "create_test_db":  # its connection opened before `migrate` ran
+            claim_sqlite_leases(connection=self.connection)
+        return result
 
     setattr(wrapper, _WRAPPED, True)
     return wrapper
