@@ -86,9 +86,9 @@ def test_w010_names_an_app_that_startapp_pinned_to_bigautofield(project: Path) -
         output = run(project, "python manage.py check")
     finally:
         (project / "shop" / "apps.py").write_text(
-            (project / "shop" / "apps.py.bak").read_text().replace(
-                "    default_auto_field = 'django.db.models.BigAutoField'\n", ""
-            )
+            (project / "shop" / "apps.py.bak")
+            .read_text()
+            .replace("    default_auto_field = 'django.db.models.BigAutoField'\n", "")
         )
     assert "idfields.W010" in output and "shop" in output and "default_auto_field" in output
 

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import sysconfig
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +43,10 @@ def _is_ours(path: str) -> bool:
     return isinstance(field, type) and issubclass(field, KSortedFieldMixin)
 
 
-def _overrides(configs: Sequence[AppConfig]) -> Iterator[CheckMessage]:
+def _overrides(configs: Iterable[AppConfig]) -> Iterator[CheckMessage]:
     for config in configs:
         if (
-            not config._is_default_auto_field_overridden
+            not config._is_default_auto_field_overridden  # type: ignore[attr-defined]
             or _is_ours(config.default_auto_field)
             or config.name.startswith("django.")
             or config.name.startswith("idfields.")
@@ -54,7 +54,7 @@ def _overrides(configs: Sequence[AppConfig]) -> Iterator[CheckMessage]:
         ):
             continue
         models = [
-            model._meta.object_name
+            str(model._meta.object_name)
             for model in config.get_models()
             if model._meta.pk is not None
             and model._meta.pk.auto_created
