@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pymysql  # type: ignore[import-untyped,unused-ignore]
@@ -171,3 +172,46 @@ def test_the_suite_passes_on_mariadb_and_leaves_no_test_database(
     with pymysql.connect(**server.pymysql_kwargs()) as conn, conn.cursor() as cursor:
         cursor.execute("SHOW DATABASES LIKE %s", [f"test_{server.database}"])
         assert cursor.fetchall() == ()
+
+
+def test_switching_an_autofield_project_migrates_in_one_go_on_postgresql(
+    tmp_path: Path, fresh_database: Any
+) -> None:
+    """A project made under AutoField has an int4 ``django_migrations.id``; switching to our
+    field must not overflow it while recording ``idfields.0001_initial`` half-way."""
+    url = fresh_database("postgresql")
+    database = DbUrl.parse(url).django_databases()["default"]
+    run(tmp_path, "django-admin startproject mysite . && python manage.py startapp shop")
+    (tmp_path / "shop" / "models.py").write_text(
+        "from django.db import models\n\n\nclass Order(models.Model):\n"
+        "    note = models.CharField(max_length=100)\n"
+    )
+    settings = tmp_path / "mysite" / "settings.py"
+    settings.write_text(
+        settings.read_text()
+        + "INSTALLED_APPS += ['shop']\nDEFAULT_AUTO_FIELD = 'django.db.models.AutoField'\n"
+        + f"DATABASES = {{'default': {database!r}}}\n"
+    )
+    apps_py = tmp_path / "shop" / "apps.py"
+    apps_py.write_text(apps_py.read_text().replace("default_auto_field", "# default_auto_field"))
+    run(tmp_path, "python manage.py makemigrations shop && python manage.py migrate")
+    settings.write_text(  # the README's two lines
+        settings.read_text()
+        + "INSTALLED_APPS += ['idfields.django_app']\n"
+        + "DEFAULT_AUTO_FIELD = 'idfields.django_app.fields.SnowflakeAutoField'\n"
+    )
+    run(tmp_path, "python manage.py makemigrations shop && python manage.py migrate")
+    shown = run(tmp_path, "python manage.py showmigrations idfields")
+    assert "[X] 0001_initial" in shown
+    made = run(
+        tmp_path,
+        'python manage.py shell -c "from shop.models import Order; '
+        "print(Order.objects.create(note='a').pk)\"",
+    )
+    assert int(made.split()[-1]) > 2**40
+    with psycopg.connect(**DbUrl.parse(url).psycopg_kwargs()) as conn:
+        [(kind,)] = conn.execute(
+            "SELECT data_type FROM information_schema.columns "
+            "WHERE table_name = 'django_migrations' AND column_name = 'id'"
+        ).fetchall()
+    assert kind == "integer"  # left as it was: the database numbers the log
