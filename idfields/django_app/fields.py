@@ -246,7 +246,7 @@ class KSortedFieldMixin:
         return [
             *super().check(**kwargs),  # type: ignore[misc]
             *self._check_layout(),
-            *self._check_generation(kwargs.get("databases") or []),
+            *self._check_generation(kwargs.get("databases")),
         ]
 
     def _check_layout(self) -> list[checks.CheckMessage]:
@@ -263,9 +263,11 @@ class KSortedFieldMixin:
             ]
         return []
 
-    def _check_generation(self, databases: list[str]) -> list[checks.CheckMessage]:
+    def _check_generation(self, databases: list[str] | None) -> list[checks.CheckMessage]:
         if self.generation != DB:
             return []
+        if databases is None:  # plain `check`: every alias the model may live in (no query)
+            databases = list(connections)
         return [
             checks.Error(
                 f"generation='db' needs PostgreSQL (idfields.next_* functions), but database "

@@ -153,3 +153,17 @@ def test_field_checks_name_the_layout_and_the_database() -> None:
     found = sorted((m.id, m.obj.name) for m in messages if m.id.startswith("idfields."))
     assert found == [("idfields.E030", "code"), ("idfields.E031", "id")]
     assert "'sqlite' is sqlite" in next(m.msg for m in messages if m.id == "idfields.E031")
+
+
+@isolate_apps("tests.django_project.testapp")
+def test_plain_check_names_generation_db_off_postgresql() -> None:
+    """`manage.py check` (no --database) reports E031 too, not only `migrate`."""
+
+    class DbSide(models.Model):
+        id = SnowflakeAutoField(primary_key=True, generation="db")
+
+        class Meta:
+            app_label = "testapp"
+
+    found = {m.msg.split("database ")[1].split(" is")[0] for m in DbSide.check(databases=None)}
+    assert found == {"'sqlite'", "'mysql'"}  # every alias but the PostgreSQL one
