@@ -167,3 +167,30 @@ def test_plain_check_names_generation_db_off_postgresql() -> None:
 
     found = {m.msg.split("database ")[1].split(" is")[0] for m in DbSide.check(databases=None)}
     assert found == {"'sqlite'", "'mysql'"}  # every alias but the PostgreSQL one
+
+
+@isolate_apps("tests.django_project.testapp", kwarg_name="apps")
+def test_e020_names_a_column_once_however_many_children_inherit_it(apps: Any = None) -> None:
+    class Target(models.Model):
+        id = SnowflakeAutoField(primary_key=True)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Note(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.PositiveIntegerField()
+        target = GenericForeignKey("content_type", "object_id")
+
+        class Meta:
+            app_label = "testapp"
+
+    class Memo(Note):
+        class Meta:
+            app_label = "testapp"
+
+    class Reminder(Note):
+        class Meta:
+            app_label = "testapp"
+
+    assert model_ids(apps) == [("idfields.E020", "testapp.Note.object_id")]
