@@ -194,3 +194,30 @@ def test_e020_names_a_column_once_however_many_children_inherit_it(apps: Any = N
             app_label = "testapp"
 
     assert model_ids(apps) == [("idfields.E020", "testapp.Note.object_id")]
+
+
+@pytest.mark.django_db(databases=["default"])
+def test_w011_names_each_narrow_database_column_once() -> None:
+    """`check --database default` reads the columns: a pk, a foreign key and a GFK object_id
+    that the migrations left int4 while the models say bigint (PostgreSQL DDL rolls back)."""
+    from django.db import connections
+
+    from idfields.django_app.key_checks import check_database_columns
+
+    assert check_database_columns(databases=["default"]) == []
+    with connections["default"].cursor() as cursor:
+        for table, column in (
+            ("testapp_place", "id"),  # shared by Restaurant through its parent link
+            ("testapp_book", "author_id"),
+            ("testapp_comment", "object_id"),
+        ):
+            cursor.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" TYPE integer')
+    messages = check_database_columns(databases=["default"])
+    assert sorted(str(m.obj) for m in messages) == [
+        "default:testapp_book.author_id",
+        "default:testapp_comment.object_id",
+        "default:testapp_place.id",
+    ]
+    assert {m.id for m in messages} == {"idfields.W011"}
+    assert all("bigint" in m.hint and "makemigrations testapp" in m.hint for m in messages)
+    assert check_database_columns(databases=None) == []  # plain `check` reads no database
