@@ -134,6 +134,40 @@ def test_a_write_before_the_first_id_on_sqlite(project: Path, test_database: str
     assert not (project / "test.sqlite3").exists()
 
 
+ATOMIC_SCRIPT = """
+import time
+from django.contrib.auth.models import Group
+from django.db import transaction
+from idfields.django_app import sources
+from shop.models import Order
+
+started = time.monotonic()
+with transaction.atomic():  # the leases were claimed when the connection opened
+    Group.objects.create(name="a write: this transaction holds SQLite's write lock")
+    print("first", Order.objects.create(note="in a transaction").pk)
+sources.reset()  # the node goes back: the next ID must claim one, inside the transaction
+with transaction.atomic():
+    Group.objects.create(name="another write")
+    try:
+        Order.objects.create(note="needs a lease")
+    except Exception as error:
+        print(type(error).__name__, error)
+print("seconds", round(time.monotonic() - started, 1))
+"""
+
+
+def test_a_sqlite_file_outside_tests_claims_before_the_transaction(project: Path) -> None:
+    """No 5 s hang and no bare 'database is locked': claimed early, or refused by name."""
+    (project / "atomic_script.py").write_text(ATOMIC_SCRIPT)
+    try:
+        output = run(project, "python manage.py shell < atomic_script.py")
+    finally:
+        (project / "atomic_script.py").unlink()
+    assert int(output.split("first ")[1].split()[0]) > 2**40
+    assert "SQLiteTransactionOpen" in output and "inside a transaction" in output
+    assert float(output.split("seconds ")[1].split()[0]) < 4
+
+
 def on_server(project: Path, url: str) -> str:
     """The README's test block (both runners) with ``DATABASES`` pointed at ``url``."""
     database = DbUrl.parse(url).django_databases()["default"]
@@ -150,9 +184,11 @@ def on_server(project: Path, url: str) -> str:
         settings.write_text(original)
 
 
+@pytest.mark.postgres
 def test_the_suite_passes_on_postgresql_and_leaves_no_test_database(
-    project: Path, postgres_url: str
+    project: Path, fresh_database: Any
 ) -> None:
+    postgres_url = fresh_database("postgresql")  # its own: the session's test_* is taken
     output = on_server(project, postgres_url)
     assert "\nOK" in output and "1 passed" in output
     server = DbUrl.parse(postgres_url)
@@ -163,9 +199,11 @@ def test_the_suite_passes_on_postgresql_and_leaves_no_test_database(
     assert left == []
 
 
+@pytest.mark.mysql
 def test_the_suite_passes_on_mariadb_and_leaves_no_test_database(
-    project: Path, mysql_url: str
+    project: Path, fresh_database: Any
 ) -> None:
+    mysql_url = fresh_database("mysql")
     output = on_server(project, mysql_url)
     assert "\nOK" in output and "1 passed" in output
     server = DbUrl.parse(mysql_url)
@@ -174,6 +212,7 @@ def test_the_suite_passes_on_mariadb_and_leaves_no_test_database(
         assert cursor.fetchall() == ()
 
 
+@pytest.mark.postgres
 def test_switching_an_autofield_project_migrates_in_one_go_on_postgresql(
     tmp_path: Path, fresh_database: Any
 ) -> None:

@@ -28,7 +28,9 @@ def test_inspect_decodes_an_id_from_the_database() -> None:
     lines = run("idfields_inspect", str(author.pk)).splitlines()
     values = [line.split()[1] for line in lines]
     assert values[1:4] == [str(v) for v in decoded.values.values()]
-    columns = {line.index(value, len(line.split()[0])) for line, value in zip(lines, values)}
+    columns = {
+        line.index(value, len(line.split()[0])) for line, value in zip(lines, values, strict=True)
+    }
     assert len(columns) == 1  # the values form one column, whatever the field names' widths
 
 
