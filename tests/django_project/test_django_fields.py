@@ -289,9 +289,7 @@ def statements(alias: str, action: Any) -> list[str]:
 
 def test_a_pk_the_caller_sets_is_updated_first_as_with_bigautofield(alias: str) -> None:
     place = Place.objects.using(alias).create(name="old")
-    assert statements(alias, lambda: Place(pk=place.pk, name="new").save(using=alias)) == [
-        "UPDATE"
-    ]
+    assert statements(alias, lambda: Place(pk=place.pk, name="new").save(using=alias)) == ["UPDATE"]
     assert Place.objects.using(alias).get().name == "new"
     chosen = place.pk + 1  # set by the caller, no such row yet: UPDATE finds none, then INSERT
     assert statements(alias, lambda: Place(pk=chosen, name="x").save(using=alias)) == [
