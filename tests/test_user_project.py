@@ -168,6 +168,36 @@ def test_a_sqlite_file_outside_tests_claims_before_the_transaction(project: Path
     assert float(output.split("seconds ")[1].split()[0]) < 4
 
 
+REQUESTS_SCRIPT = """
+import time
+from django.contrib.auth.models import Group
+from django.db import connection, transaction
+from shop.models import Order
+
+for request in range(5):  # as with ATOMIC_REQUESTS: a connection per request, one transaction
+    connection.close()
+    with transaction.atomic():
+        Group.objects.create(name=f"request {request}")
+        Order.objects.create(note="inside the request's transaction")
+    time.sleep(0.5)  # past the renewal time (ttl / 3); 2.5 s in all, the lease lives 1 s
+print("requests ok")
+"""
+
+
+def test_leases_on_a_sqlite_file_are_renewed_as_connections_open(project: Path) -> None:
+    """Every ID inside a transaction: renewals happen when each request's connection opens."""
+    (project / "requests_script.py").write_text(REQUESTS_SCRIPT)
+    settings = project / "mysite" / "settings.py"
+    original = settings.read_text()
+    settings.write_text(original + "IDFIELDS = {'LEASE_TTL': 1}\n")
+    try:
+        output = run(project, "python manage.py shell < requests_script.py")
+    finally:
+        settings.write_text(original)
+        (project / "requests_script.py").unlink()
+    assert "requests ok" in output
+
+
 def on_server(project: Path, url: str) -> str:
     """The README's test block (both runners) with ``DATABASES`` pointed at ``url``."""
     database = DbUrl.parse(url).django_databases()["default"]

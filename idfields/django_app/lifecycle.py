@@ -9,7 +9,10 @@
   with our fields: every generator gives its node back first, and the next ID leases afresh.
 - SQLite files. A lease cannot be written while this thread's connection is inside a transaction
   (one writer at a time), so when the application opens a connection to the lease database, the
-  generators of the layouts in use claim their nodes right then, before any transaction.
+  generators of the layouts in use claim their nodes, or renew them when due, right then,
+  before any transaction. With ``ATOMIC_REQUESTS`` every ID is made inside a transaction, and
+  the connection each request opens (``CONN_MAX_AGE = 0``, the default) is what keeps the
+  leases renewed.
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ def _releasing_leases_first(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def claim_sqlite_leases(*, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
-    """On a new application connection to the SQLite lease database: claim every node now."""
+    """On a new application connection to the SQLite lease database: claim or renew now."""
     settings = get_settings()
     if (
         connection.vendor != "sqlite"
@@ -68,7 +71,7 @@ def claim_sqlite_leases(*, connection: BaseDatabaseWrapper, **kwargs: Any) -> No
     try:
         for name in layout_names_in_use(settings):
             generator = sources.generator_for(name)
-            if isinstance(generator, IdGenerator) and generator.node is None:
-                generator()  # takes the node; one ID of plenty goes unused
+            if isinstance(generator, IdGenerator):
+                generator()  # claims the node or renews it when due; one ID of plenty unused
     except Exception:  # e.g. before `migrate`; the first ID then raises with the reason
         logger.debug("no early node lease on %r", connection.alias, exc_info=True)
