@@ -221,3 +221,15 @@ def test_w011_names_each_narrow_database_column_once() -> None:
     assert {m.id for m in messages} == {"idfields.W011"}
     assert all("bigint" in m.hint and "makemigrations testapp" in m.hint for m in messages)
     assert check_database_columns(databases=None) == []  # plain `check` reads no database
+
+
+def test_w010_leaves_apps_that_pin_their_keys_on_purpose_alone() -> None:
+    """contrib.auth & co. set default_auto_field = AutoField; their migrations say so."""
+    from django.apps import apps
+
+    from idfields.django_app.key_checks import check_app_key_overrides
+
+    assert apps.get_app_config("auth")._is_default_auto_field_overridden  # type: ignore[attr-defined]
+    assert check_app_key_overrides(None) == []
+    with override_settings(DEFAULT_AUTO_FIELD="django.db.models.BigAutoField"):
+        assert check_app_key_overrides(None) == []  # only while DEFAULT_AUTO_FIELD is ours
