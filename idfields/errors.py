@@ -33,3 +33,7 @@ class ClockMovedBackwards(IdFieldsError, RuntimeError):
 
 class LayoutExhausted(IdFieldsError, RuntimeError):
     """The layout's timestamp (or its space of generator/run ids) has run out."""
+
+
+class GeneratorClosed(NodeError):
+    """A closed generator was called: it gave its node back and never issues again."""

@@ -9,7 +9,7 @@ import time
 import weakref
 from typing import Protocol, runtime_checkable
 
-from idfields.errors import ValueOutOfRange
+from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import Assignment, NodeSource, StaticNode, default_source, validate_values
 
@@ -72,6 +72,7 @@ class IdGenerator:
         ) + (sequence.minimum * sequence.multiplier if sequence else 0)
         self._node_base = 0
         self._id = 0
+        self._closed = False
         self._mark_stale()
         live_generators.add(self)
 
@@ -119,8 +120,9 @@ class IdGenerator:
 
     def close(self) -> None:
         """Give the node back to its source, saying how far it issued (so a later holder of the
-        node starts after that); the generator takes a node again at its next call."""
+        node starts after that); the generator never issues again (GeneratorClosed)."""
         with self._lock:
+            self._closed = True
             self._drop_assignment()
             self._mark_stale()
 
@@ -149,6 +151,11 @@ class IdGenerator:
 
     def _assign(self) -> Assignment:
         """Take fresh node values from the source; the source raises when it has none."""
+        if self._closed:  # its node may be someone else's now: reclaiming it would repeat IDs
+            raise GeneratorClosed(
+                f"this {self.layout.name!r} generator was closed and never issues again; make a "
+                "new one (make_generator) or ask the registry for the current one"
+            )
         self._drop_assignment()
         source = self._source
         if source is None:
