@@ -118,8 +118,12 @@ class TimeGenerator(TimeCore, IdGenerator):
         try:
             renew_after_ns, valid_until_ns = assignment.renew()
         except NodeError:  # lost: another process holds the node now; take another one
-            fence = self.layout.tick_of(self._assign().not_before_ns)
-            return max(tick, fence + 1)
+            try:
+                fence = self._assign().not_before_ns
+            except BaseException:  # no node now: the next call asks the source again
+                self._mark_stale()
+                raise
+            return max(tick, self.layout.tick_of(fence) + 1)
         except Exception as error:  # unreachable coordinator: go on until expiry, retry later
             self._renew_error = error
             self._renew_tick = tick + max(1, 1_000_000_000 // self._unit_ns)
