@@ -34,6 +34,7 @@ timestamps whose last two digits are the host) and ``snowflake`` among them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
@@ -187,11 +188,10 @@ class HostSharedGenerator:
             fd = self._opened()
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
-                generation, last = _read_state(fd, self.path)
                 if not self._still_at_path():
-                    self._last = max(self._last, last)
-                    self._drop()  # carried into the file now at the path, at the next turn
+                    self._carry_over(fd)
                     continue
+                generation, last = _read_state(fd, self.path)
                 first = max(now * self._per_tick, last + 1)
                 limit = (now + self._skew_ticks + 1) * self._per_tick  # first position too far
                 got = min(wanted, limit - first)
@@ -204,6 +204,13 @@ class HostSharedGenerator:
                 if self._fd == fd:
                     fcntl.flock(fd, fcntl.LOCK_UN)
             waited_ns += self._wait(first // self._per_tick - now, waited_ns)
+
+    def _carry_over(self, fd: int) -> None:
+        """Leave a file that was deleted or replaced, remembering its last position for the file
+        now at the path. An unreadable one is left behind: the new file starts past max_skew."""
+        with contextlib.suppress(NodeError):
+            self._last = max(self._last, _read_state(fd, self.path)[1])
+        self._drop()
 
     def _still_at_path(self) -> bool:
         """Whether the path still names the open file (not deleted, not replaced)."""
