@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
@@ -45,6 +47,11 @@ def next_id(holder: object, attribute: str, layout: str | Layout) -> int:
 def coordination_database(alias: str | None = None) -> DjangoDatabase:
     """The coordination adapter of ``alias`` (default: ``IDFIELDS['DATABASE']``), one per alias."""
     alias = alias or get_settings().database
+    if alias not in django_settings.DATABASES:
+        raise ImproperlyConfigured(
+            f"IDFIELDS['DATABASE'] = {alias!r} is not in DATABASES; name one of "
+            f"{', '.join(map(repr, django_settings.DATABASES))} (manage.py check says so too)"
+        )
     database = _databases.get(alias)
     if database is None:
         database = _databases.setdefault(alias, DjangoDatabase(alias))
@@ -86,6 +93,11 @@ def _resolve(key: str | Layout) -> Layout:
 def _build(layout: Layout) -> IdSource:
     """The in-process generator, or the ID source ``IDFIELDS['GENERATORS']`` names (Redis...)."""
     settings = get_settings()
+    if settings.problems:
+        raise ImproperlyConfigured(
+            f"idfields makes no ID from invalid settings: {'; '.join(settings.problems)} "
+            "(manage.py check lists them as idfields.E008)"
+        )
     factory = settings.generators.get(layout.name)
     if factory is None:
         options: dict[str, Any] = {}
