@@ -9,6 +9,7 @@ import time
 import weakref
 from typing import Protocol, runtime_checkable
 
+from idfields import forking
 from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import Assignment, NodeSource, StaticNode, default_source, validate_values
@@ -75,6 +76,7 @@ class IdGenerator:
         self._closed = False
         self._mark_stale()
         live_generators.add(self)
+        forking.track(self)
 
     def __repr__(self) -> str:
         node = dict(self._assignment.values) if self._assignment else "unassigned"
