@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -72,15 +73,37 @@ class BreakableDatabase:
         return self._inner.atomic()
 
 
+def coordination(url: str) -> Iterator[SQLAlchemyDatabase]:
+    engine = sa.create_engine(url)
+    metadata.create_all(engine)
+    database = SQLAlchemyDatabase(engine)
+    yield database
+    database.dispose()
+    engine.dispose()
+
+
 @pytest.fixture
 def pg(fresh_database: Callable[[str], str]) -> Iterator[tuple[SQLAlchemyDatabase, str]]:
     url = fresh_database("postgresql")
-    engine = sa.create_engine(DbUrl.parse(url).sqlalchemy_url())
-    metadata.create_all(engine)
-    database = SQLAlchemyDatabase(engine)
-    yield database, url
-    database.dispose()
-    engine.dispose()
+    for database in coordination(DbUrl.parse(url).sqlalchemy_url()):
+        yield database, url
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+        pytest.param("mysql", marks=pytest.mark.mysql),
+        "sqlite",
+    ]
+)
+def any_database(
+    request: pytest.FixtureRequest, fresh_database: Callable[[str], str], tmp_path: Path
+) -> Iterator[SQLAlchemyDatabase]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'leases.sqlite3'}"
+    else:
+        url = DbUrl.parse(fresh_database(request.param)).sqlalchemy_url()
+    yield from coordination(url)
 
 
 def leased(database: Database, layout: Layout, clock: FakeClock) -> IdGenerator:
@@ -88,9 +111,9 @@ def leased(database: Database, layout: Layout, clock: FakeClock) -> IdGenerator:
 
 
 def test_a_layout_changed_under_its_name_is_refused_while_the_old_one_is_live(
-    pg: tuple[SQLAlchemyDatabase, str],
+    any_database: SQLAlchemyDatabase,
 ) -> None:
-    database, _ = pg
+    database = any_database
     clock = FakeClock()  # one tick for all: any overlap of the node spaces is a duplicate
     old_processes = [leased(database, OLD, clock) for _ in range(2)]  # both nodes of OLD
     ids = [value for generator in old_processes for value in generator.take(1000)]
