@@ -48,11 +48,10 @@ class TimeGenerator(TimeCore, IdGenerator):
             raise ValueOutOfRange(f"max_skew_ns must be >= 0, got {max_skew_ns}")
         self._clock = clock
         self._sleep = sleep
-        self._epoch_ns = self.layout.epoch_ns
-        self._unit_ns = self.layout.unit_ns
-        self._tick_mul = stamp.multiplier
-        self._modulus = stamp.radix
-        self._max_tick = NO_LIMIT if self.layout.wraps else stamp.maximum
+        geometry = self.layout.geometry
+        self._epoch_ns, self._unit_ns = geometry.epoch_ns, geometry.unit_ns
+        self._tick_mul, self._modulus = geometry.tick_multiplier, geometry.modulus
+        self._max_tick = NO_LIMIT if geometry.max_tick is None else geometry.max_tick
         self._renew_tick = self._expiry_tick = self._limit_tick = self._max_tick
         self._renew_error: Exception | None = None
         self._skew_ticks = max_skew_ns // self._unit_ns
