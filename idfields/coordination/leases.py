@@ -113,7 +113,8 @@ class LeaseSource:
             now = self._now_ms()
             expiries, fence = self._expiries(layout, key, now)
             for node in _candidates(placed, expiries, now):
-                lease = self._claim(key, node, expiries.get(node), fence, holder, now)
+                old_expiry = expiries.get(node)
+                lease = self._claim(key, node, old_expiry, holder, now, max(old_expiry or 0, fence))
                 if lease is not None:
                     self._check_no_other_layout(layout, key, lease)
                     return lease
@@ -174,8 +175,16 @@ class LeaseSource:
         )
 
     def _claim(
-        self, layout: str, node: int, old_expiry: int | None, fence: int, holder: str, now: int
+        self,
+        layout: str,
+        node: int,
+        old_expiry: int | None,
+        holder: str,
+        now: int,
+        fence: int | None = None,
     ) -> _Lease | None:
+        """Take ``node`` if its row still has ``old_expiry``; fenced at ``fence`` (default: that
+        expiry, the latest time its previous holder may have issued)."""
         expires = now + self._ttl_ms
         if old_expiry is None:
             won = insert_if_absent(
@@ -195,7 +204,9 @@ class LeaseSource:
             )
         if not won:
             return None
-        return _Lease(self, layout, node, holder, now, expires, max(old_expiry or 0, fence))
+        if fence is None:
+            fence = old_expiry or 0
+        return _Lease(self, layout, node, holder, now, expires, fence)
 
     def _holder_name(self) -> str:
         base = self._holder or f"{socket.gethostname()[:200]}:{os.getpid()}"
