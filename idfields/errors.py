@@ -27,13 +27,13 @@ class NodeNotConfigured(NodeError):
     """No node source is configured where several processes may run."""
 
 
+class GeneratorClosed(NodeError):
+    """The generator was closed: its node is given back, so it never issues again."""
+
+
 class ClockMovedBackwards(IdFieldsError, RuntimeError):
     """The clock is further behind the last issued ID than the generator may bridge."""
 
 
 class LayoutExhausted(IdFieldsError, RuntimeError):
     """The layout's timestamp (or its space of generator/run ids) has run out."""
-
-
-class GeneratorClosed(NodeError):
-    """A closed generator was called: it gave its node back and never issues again."""

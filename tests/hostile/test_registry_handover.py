@@ -55,7 +55,7 @@ def test_a_generator_replaced_by_configure_never_issues_again() -> None:
     ids = first + new.take(1000)
     ids += issued_or_closed(lambda: old.take(1000))
     assert duplicates(ids) == 0
-    with pytest.raises(GeneratorClosed, match="closed and never issues again"):
+    with pytest.raises(GeneratorClosed, match="never issues again"):
         old()
 
 
