@@ -164,7 +164,7 @@ def _hot_path(model: type[Any], quick: bool) -> list[Row]:
 
     subjects: dict[str, Callable[[], object]] = {
         "generator()": generator,
-        "field.get_pk_value_on_save()": partial(field.get_pk_value_on_save, None),
+        "field.get_pk_value_on_save()": partial(field.get_pk_value_on_save, model(amount=0)),
     }
     result: Paired[str] = paired(list(subjects), rounds, lambda n: ns_per_call(subjects[n], 20_000))
     literal, raw = sql.Literal(ids), connection.connection
