@@ -73,12 +73,15 @@ def connect(pg_kwargs: dict[str, object]) -> Iterator[Connect]:
 
 @pytest.fixture
 def empty_database(postgres_url: str) -> Iterator[DbUrl]:
-    """A new, empty database on the test server (dropped afterwards): installing or dropping
-    the functions there cannot disturb the tests sharing the session database."""
+    """A new database on the test server holding only the idfields tables (dropped afterwards):
+    installing or dropping the functions there cannot disturb the tests sharing the session
+    database."""
     server = DbUrl.parse(postgres_url)
     name = f"idfields_ops_{secrets.token_hex(4)}"
     with psycopg.connect(**server.psycopg_kwargs(), autocommit=True) as admin:
         admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+    with psycopg.connect(**server.with_database(name).psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(TABLES)
     try:
         yield server.with_database(name)
     finally:

@@ -1,4 +1,4 @@
-"""``op.install_id_functions(version, from_version=None)`` and ``op.drop_id_functions(version)``:
+"""``op.install_id_functions(version, from_version=None, lease_schema=None)`` and ``op.drop_id_functions(version)``:
 the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
 version)`` and ``op.drop_layout_functions(layout, version)``: ``idfields.next_<name>()`` of a user
 layout on top of them.
@@ -7,6 +7,8 @@ The SQL is the immutable versioned file the migration names, emitted through
 ``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only: on other
 dialects the operations do nothing. A downgrade reverses an install with
 ``op.drop_id_functions(version)``, an upgrade with ``op.install_id_functions(from_version)``.
+From SQL 0002 on the functions name the idfields tables' schema: ``lease_schema``, or (online)
+the one copy on the connection's search_path; none or two copies are refused.
 """
 
 from __future__ import annotations
@@ -30,20 +32,27 @@ def _released(version: str) -> str:
 class InstallIdFunctionsOp(MigrateOperation):
     """Install SQL ``version``; with ``from_version`` the reverse restores that version."""
 
-    def __init__(self, version: str, from_version: str | None = None) -> None:
+    def __init__(
+        self, version: str, from_version: str | None = None, lease_schema: str | None = None
+    ) -> None:
         self.version = _released(version)
         self.from_version = None if from_version is None else _released(from_version)
+        self.lease_schema = lease_schema
 
     @classmethod
     def install_id_functions(
-        cls, operations: Operations, version: str, from_version: str | None = None
+        cls,
+        operations: Operations,
+        version: str,
+        from_version: str | None = None,
+        lease_schema: str | None = None,
     ) -> None:
         """Install (or upgrade to) the idfields SQL functions of ``version``."""
-        operations.invoke(cls(version, from_version))
+        operations.invoke(cls(version, from_version, lease_schema))
 
     def reverse(self) -> MigrateOperation:
         if self.from_version is not None:
-            return InstallIdFunctionsOp(self.from_version)
+            return InstallIdFunctionsOp(self.from_version, lease_schema=self.lease_schema)
         return DropIdFunctionsOp(self.version)
 
 
@@ -116,9 +125,26 @@ def _execute(operations: Operations, script: str) -> None:
     operations.execute(text(script.replace(":", r"\:")))
 
 
+def _lease_schema(operations: Operations, operation: InstallIdFunctionsOp) -> str:
+    if operation.lease_schema is not None:
+        return operation.lease_schema
+    if operations.get_context().as_sql:
+        raise ValueError(
+            f"idfields: offline (--sql) install of SQL {operation.version} cannot look up the "
+            f"idfields tables' schema; pass lease_schema='<schema>' to op.install_id_functions"
+        )
+    rows = operations.get_bind().exec_driver_sql(sql.FIND_LEASE_SCHEMAS).fetchall()
+    return sql.lease_schema_from([row[0] for row in rows])
+
+
 @Operations.implementation_for(InstallIdFunctionsOp)
 def _install(operations: Operations, operation: InstallIdFunctionsOp) -> None:
-    _execute(operations, sql.load(operation.version))
+    if operations.get_context().dialect.name != "postgresql":
+        return
+    if not sql.needs_lease_schema(operation.version):
+        _execute(operations, sql.load(operation.version))
+        return
+    _execute(operations, sql.load(operation.version, _lease_schema(operations, operation)))
 
 
 @Operations.implementation_for(DropIdFunctionsOp)
