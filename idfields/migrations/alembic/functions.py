@@ -1,7 +1,8 @@
-"""``op.install_id_functions(version, from_version=None, lease_schema=None)`` and ``op.drop_id_functions(version)``:
-the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
-version)`` and ``op.drop_layout_functions(layout, version)``: ``idfields.next_<name>()`` of a user
-layout on top of them.
+"""``op.install_id_functions(version, from_version=None, lease_schema=None)`` and
+``op.drop_id_functions(version)``: the database-side ID functions in an Alembic migration;
+``op.install_layout_functions(layout, version, sha256=None)`` and
+``op.drop_layout_functions(layout, version)``: ``idfields.next_<name>()`` of a user layout on
+top of them.
 
 The SQL is the immutable versioned file the migration names, emitted through
 ``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only: on other
@@ -17,7 +18,7 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
 from idfields import sql
-from idfields.sql.layouts import LayoutLike, as_layout, render_layout_function
+from idfields.sql.layouts import LayoutLike, as_layout, check_digest, render_layout_function
 
 
 def _released(version: str) -> str:
@@ -74,12 +75,16 @@ class DropIdFunctionsOp(MigrateOperation):
 
 class _LayoutFunctionsOp(MigrateOperation):
     """A user layout's functions over SQL ``version``; ``layout`` is a :class:`Layout` or its
-    ``Layout.to_spec()`` dict (write the dict into the migration so it replays the same way)."""
+    ``Layout.to_spec()`` dict (write the dict into the migration so it replays the same way),
+    ``sha256`` the digest of the SQL it installs (``idfields.sql.layouts.sql_digest``): anything
+    else rendered later is refused."""
 
-    def __init__(self, layout: LayoutLike, version: str) -> None:
+    def __init__(self, layout: LayoutLike, version: str, sha256: str | None = None) -> None:
         self.layout = as_layout(layout)
         self.version = version
+        self.sha256 = sha256
         self.create_sql, self.drop_sql = render_layout_function(self.layout, version)
+        check_digest(self.layout, version, self.create_sql, sha256)
 
 
 @Operations.register_operation("install_layout_functions")
@@ -88,13 +93,13 @@ class InstallLayoutFunctionsOp(_LayoutFunctionsOp):
 
     @classmethod
     def install_layout_functions(
-        cls, operations: Operations, layout: LayoutLike, version: str
+        cls, operations: Operations, layout: LayoutLike, version: str, sha256: str | None = None
     ) -> None:
         """Install the ID functions of ``layout`` over the idfields SQL of ``version``."""
-        operations.invoke(cls(layout, version))
+        operations.invoke(cls(layout, version, sha256))
 
     def reverse(self) -> DropLayoutFunctionsOp:
-        return DropLayoutFunctionsOp(self.layout, self.version)
+        return DropLayoutFunctionsOp(self.layout, self.version, self.sha256)
 
 
 @Operations.register_operation("drop_layout_functions")
@@ -103,13 +108,13 @@ class DropLayoutFunctionsOp(_LayoutFunctionsOp):
 
     @classmethod
     def drop_layout_functions(
-        cls, operations: Operations, layout: LayoutLike, version: str
+        cls, operations: Operations, layout: LayoutLike, version: str, sha256: str | None = None
     ) -> None:
         """Drop the ID functions of ``layout`` (installed over SQL ``version``)."""
-        operations.invoke(cls(layout, version))
+        operations.invoke(cls(layout, version, sha256))
 
     def reverse(self) -> InstallLayoutFunctionsOp:
-        return InstallLayoutFunctionsOp(self.layout, self.version)
+        return InstallLayoutFunctionsOp(self.layout, self.version, self.sha256)
 
 
 def _execute(operations: Operations, script: str) -> None:

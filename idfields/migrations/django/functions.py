@@ -15,7 +15,13 @@ from django.db.migrations.state import ProjectState
 
 from idfields import sql
 from idfields.migrations.django.base import IdFieldsOperation, execute
-from idfields.sql.layouts import LayoutLike, as_layout, render_layout_function
+from idfields.sql.layouts import (
+    LayoutLike,
+    as_layout,
+    check_digest,
+    render_layout_function,
+    sql_digest,
+)
 
 
 class _ScriptOperation(IdFieldsOperation):
@@ -111,16 +117,23 @@ class InstallLayoutFunctions(_ScriptOperation):
 
     ``layout`` is a :class:`Layout` or its ``Layout.to_spec()`` dict; the migration file stores
     the dict, so later edits of the project's layout do not change what this migration does.
+    It also stores ``sha256``, the digest of the SQL rendered when it was written: a renderer
+    that would now install anything else is refused when the migration is loaded.
     """
 
-    def __init__(self, layout: LayoutLike, version: str) -> None:
+    def __init__(self, layout: LayoutLike, version: str, sha256: str | None = None) -> None:
         self.layout = as_layout(layout)
         self.version = version
-        # Rendered now: an inexpressible layout fails when the migration is loaded.
+        # Rendered now: an inexpressible layout, or SQL other than recorded, fails on load.
         self.create_sql, self.drop_sql = render_layout_function(self.layout, version)
+        check_digest(self.layout, version, self.create_sql, sha256)
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs = {"layout": self.layout.to_spec(), "version": self.version}
+        kwargs = {
+            "layout": self.layout.to_spec(),
+            "version": self.version,
+            "sha256": sql_digest(self.create_sql),
+        }
         return self.__class__.__name__, [], kwargs
 
     def forwards_sql(self) -> str:
