@@ -3,6 +3,7 @@ empty databases for the tests that install or drop the functions themselves."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator
@@ -48,12 +49,18 @@ def run_in_threads(work: Callable[[int], None], count: int) -> None:
     assert not errors
 
 
+def sql_version() -> str:
+    """The SQL version the suite installs: the latest, or ``IDFIELDS_TEST_SQL_VERSION`` (run the
+    reproductions against an older release to see them fail)."""
+    return os.environ.get("IDFIELDS_TEST_SQL_VERSION", sql.LATEST)
+
+
 @pytest.fixture(scope="session")
 def pg_kwargs(postgres_url: str) -> dict[str, object]:
     kwargs = DbUrl.parse(postgres_url).psycopg_kwargs()
     with psycopg.connect(**kwargs, autocommit=True) as conn:
         conn.execute(TABLES)
-        conn.execute(sql.load(sql.LATEST))
+        conn.execute(sql.load(sql_version()))
     return kwargs
 
 
