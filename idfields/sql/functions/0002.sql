@@ -176,16 +176,12 @@ BEGIN
     END IF;
     -- The sequence holds this backend's last ID: the one after it tells where to go on. Its
     -- tick is unwrapped against the clock (ahead by max_ahead + 1 at most, else behind).
-    WHILE node_mask <= node_max LOOP
-        node_mask := node_mask * 2;
-    END LOOP;
     IF last IS NULL THEN  -- a new sequence: nothing issued yet
         pos := -1;
         pos_tick := now_tick - 1;
     ELSE
         pos := last + 1;
         pos_tick := (last >> ts_shift) & (period - 1);
-        pos_node := ((last >> node_shift) & (node_mask - 1))::integer;
     END IF;
     IF wraps AND last IS NOT NULL THEN
         pos_tick := ((pos_tick - now_tick) % period + period) % period;
@@ -230,6 +226,12 @@ BEGIN
         IF claimed IS NULL THEN
             continues := false;
             tick := GREATEST(tick, pos_tick + 1);
+            IF last IS NOT NULL THEN  -- the node of the last ID issued
+                WHILE node_mask <= node_max LOOP
+                    node_mask := node_mask * 2;
+                END LOOP;
+                pos_node := ((last >> node_shift) & (node_mask - 1))::integer;
+            END IF;
             me := idfields.backend_holder();
             acquired := now_ms;
             -- Locks this backend still holds from earlier claims (rolled back, lost, lapsed):
