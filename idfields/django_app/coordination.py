@@ -29,6 +29,7 @@ from idfields.errors import IdFieldsError
 
 PRIVATE_MARK = "_idfields_coordination"
 
+
 class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
     """A node lease must be written while this thread holds SQLite's single write slot.
 
