@@ -109,12 +109,13 @@ def _cost(row: Row, base: Row, ratio: float) -> str:
     if not theirs or not ratio:
         return ""
     if row["unit"] in _PER_ITEM:  # a rate: the time per item is its inverse
-        return f"+{_short(1e6 / theirs * (1 / ratio - 1))} {_PER_ITEM[row['unit']]}"
-    return f"+{_short(theirs * (ratio - 1))} {row['unit']}"
+        return f"{_short(1e6 / theirs * (1 / ratio - 1))} {_PER_ITEM[row['unit']]}"
+    return f"{_short(theirs * (ratio - 1))} {row['unit']}"
 
 
 def _short(number: float) -> str:
-    return f"{number:,.0f}" if abs(number) >= 100 else f"{number:.3g}"
+    """Signed: a miss of a target below 1.0 can still cost less than the baseline."""
+    return f"{number:+,.0f}" if abs(number) >= 100 else f"{number:+.3g}"
 
 
 def judge(row: Row, group: Iterable[Row]) -> Verdict:
