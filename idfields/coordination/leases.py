@@ -14,29 +14,38 @@ Candidates are tried in random order, so many processes starting at once spread 
 space instead of all racing for node 0. A clean exit releases the row (its expiry drops to what
 the holder really issued), so restarts reuse nodes and never exhaust the space; a killed
 process's row lapses ``ttl`` after its last renewal.
+
+Crash loops: when no node is free, a row whose holder this host can prove dead (same host and
+boot, its pid gone or reused; see ``holders``) is reclaimed at once instead of after the ttl. The
+dead holder issued nothing after its death, and every leased generator runs at most
+``LEASE_MAX_SKEW_MS`` ahead of its clock (the assignment caps it), so the new holder is fenced
+at ``min(expiry, now + LEASE_MAX_SKEW_MS)``: on the same host's clock, later than any ID the
+dead one could have issued. That needs the clock not to have stepped back since the dead
+holder's last ID, so only rows whose claim and last renewal are not in our future are reclaimed
+(processes of one host share the ttl setting, which dates the renewal).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
-import secrets
-import socket
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from idfields.coordination import holders
 from idfields.coordination.database import Database, check_length, insert_if_absent
 from idfields.errors import NodeError
 from idfields.layouts import Layout, PlacedField
+from idfields.metrics import emit
 from idfields.nodes import Assignment
 
 logger = logging.getLogger("idfields.coordination")
 
 _NS_PER_MS = 1_000_000
 _PROBES = 32  # random nodes tried before enumerating the whole space
+LEASE_MAX_SKEW_MS = 1000  # run-ahead cap of leased generators; a reclaimed node's fence
 
 
 @dataclass(frozen=True)
@@ -81,16 +90,45 @@ class LeaseSource:
         placed = _lease_field(layout)
         name = check_length("layout name", layout.name, 64)
         holder = self._holder_name()
+        started = time.perf_counter()
+        try:
+            lease = self._first_claim(placed, name, holder)
+        except NodeError:
+            raise
+        except Exception:
+            emit("lease.failed", layout=name)
+            raise
+        emit(
+            "lease.claimed",
+            time.perf_counter() - started,
+            layout=name,
+            node=str(lease.node),
+            reclaimed=str(lease.reclaimed).lower(),
+        )
+        return lease.assignment(placed.name)
+
+    def _first_claim(self, placed: PlacedField, name: str, holder: str) -> _Lease:
+        """A free node if any, else a node whose holder died on this host, else NodeError."""
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
             rows = self._database.execute(
-                "SELECT node, expires_at_ms FROM idfields_node_lease WHERE layout = %s", [name]
+                "SELECT node, expires_at_ms, holder, acquired_at_ms FROM idfields_node_lease "
+                "WHERE layout = %s",
+                [name],
             ).rows
-            expiries = {int(node): int(expires) for node, expires in rows}
+            expiries = {int(node): int(expires) for node, expires, _, _ in rows}
             for node in _candidates(placed, expiries, now):
                 lease = self._claim(name, node, expiries.get(node), holder, now)
                 if lease is not None:
-                    return lease.assignment(placed.name)
+                    return lease
+            for node, expires, dead, acquired in rows:
+                renewed = int(expires) - self._ttl_ms  # its last renewal, if it shared our ttl
+                in_past = max(int(acquired), renewed) <= now
+                if in_past and holders.parse(str(dead)).is_dead_here():
+                    fence = min(int(expires), now + LEASE_MAX_SKEW_MS)
+                    lease = self._claim(name, int(node), int(expires), holder, now, fence)
+                    if lease is not None:
+                        return lease
         live = sum(1 for expires in expiries.values() if expires >= now)
         raise NodeError(
             f"no free node for layout {name!r}: {live} of its {placed.size} nodes "
@@ -101,8 +139,16 @@ class LeaseSource:
         )
 
     def _claim(
-        self, layout: str, node: int, old_expiry: int | None, holder: str, now: int
+        self,
+        layout: str,
+        node: int,
+        old_expiry: int | None,
+        holder: str,
+        now: int,
+        fence: int | None = None,
     ) -> _Lease | None:
+        """Take ``node`` if its row still has ``old_expiry``; fenced at ``fence`` (default: that
+        expiry, the latest time its previous holder may have issued)."""
         expires = now + self._ttl_ms
         if old_expiry is None:
             won = insert_if_absent(
@@ -122,11 +168,14 @@ class LeaseSource:
             )
         if not won:
             return None
-        return _Lease(self, layout, node, holder, now, expires, fence_ms=old_expiry or 0)
+        if fence is None:
+            fence = old_expiry or 0
+        return _Lease(
+            self, layout, node, holder, now, expires, fence, reclaimed=fence != (old_expiry or 0)
+        )
 
     def _holder_name(self) -> str:
-        base = self._holder or f"{socket.gethostname()[:200]}:{os.getpid()}"
-        return check_length("lease holder", f"{base}:{secrets.token_hex(4)}", 255)
+        return check_length("lease holder", holders.this_process(self._holder), 255)
 
     def _now_ms(self) -> int:
         return self._clock() // _NS_PER_MS
@@ -144,10 +193,12 @@ class _Lease:
         now: int,
         expires: int,
         fence_ms: int,
+        reclaimed: bool,
     ) -> None:
+        self.node = node
+        self.reclaimed = reclaimed
         self._source = source
         self._layout = layout
-        self._node = node
         self._holder = holder
         self._expires = expires
         self._renewed = now
@@ -155,12 +206,13 @@ class _Lease:
 
     def assignment(self, field: str) -> Assignment:
         return Assignment(
-            {field: self._node},
+            {field: self.node},
             not_before_ns=self._fence_ms * _NS_PER_MS,
             valid_until_ns=self._expires * _NS_PER_MS,
             renew_after_ns=self._renew_after_ns(),
             renew=self.renew,
             release=self.release,
+            max_skew_ns=LEASE_MAX_SKEW_MS * _NS_PER_MS,
         )
 
     def _renew_after_ns(self) -> int:
@@ -169,21 +221,33 @@ class _Lease:
     def renew(self) -> tuple[int, int]:
         """Extend the lease; NodeError if another process took it meanwhile."""
         now = self._source._now_ms()
+        started = time.perf_counter()
         # Never shorten the promise: a clock that stepped back must not free timestamps we used.
         expires = max(self._expires, now + self._source._ttl_ms)
-        matched = self._source._database.execute(
-            "UPDATE idfields_node_lease SET expires_at_ms = %s "
-            "WHERE layout = %s AND node = %s AND holder = %s",
-            [expires, self._layout, self._node, self._holder],
-        ).rowcount
+        try:
+            matched = self._source._database.execute(
+                "UPDATE idfields_node_lease SET expires_at_ms = %s "
+                "WHERE layout = %s AND node = %s AND holder = %s",
+                [expires, self._layout, self.node, self._holder],
+            ).rowcount
+        except Exception:
+            emit("lease.failed", layout=self._layout)
+            raise
         if matched != 1:
+            emit("lease.lost", layout=self._layout, node=str(self.node))
             raise NodeError(
-                f"lease lost: node {self._node} of layout {self._layout!r} lapsed "
+                f"lease lost: node {self.node} of layout {self._layout!r} lapsed "
                 f"(at {self._expires} ms) and another process holds it now; this generator "
                 "takes another node. Renewals failed for longer than the lease ttl: check the "
                 "database connection"
             )
         self._expires, self._renewed = expires, now
+        emit(
+            "lease.renewed",
+            time.perf_counter() - started,
+            layout=self._layout,
+            node=str(self.node),
+        )
         return self._renew_after_ns(), expires * _NS_PER_MS
 
     def release(self, issued_until_ns: int) -> None:
@@ -193,12 +257,12 @@ class _Lease:
             self._source._database.execute(
                 "UPDATE idfields_node_lease SET holder = %s, expires_at_ms = %s "
                 "WHERE layout = %s AND node = %s AND holder = %s",
-                ["", min(until, self._expires), self._layout, self._node, self._holder],
+                ["", min(until, self._expires), self._layout, self.node, self._holder],
             )
         except Exception:  # the lease lapses after its ttl anyway; other leases still release
             logger.warning(
                 "could not release node %s of layout %r; it lapses at its expiry",
-                self._node,
+                self.node,
                 self._layout,
                 exc_info=True,
             )
