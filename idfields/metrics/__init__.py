@@ -17,6 +17,10 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from idfields.layouts import Layout
 
 logger = logging.getLogger("idfields.metrics")
 
@@ -68,6 +72,13 @@ class GeneratorStats:
     node: str
     issued: int  # IDs issued since the generator was made
     run_ahead_s: float  # how far its last ID's time is ahead of the clock (0 when behind)
+
+
+def live_layouts() -> list[Layout]:
+    """The layouts of every live generator in this process."""
+    from idfields.generators.base import live_generators  # the generators import this module
+
+    return list({id(g.layout): g.layout for g in list(live_generators)}.values())
 
 
 def generator_stats() -> list[GeneratorStats]:
