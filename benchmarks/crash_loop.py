@@ -52,6 +52,7 @@ def _worker(connect: Callable[[], Database], layout: Layout | str, ttl_s: float,
         while True:  # killed from outside; every ID is on disk before the next batch
             ids = generator.take(256)
             os.write(fd, b"".join(i.to_bytes(8, "little") for i in ids))
+            time.sleep(0.005)  # a worker serving requests, not a loop burning the CPU
     except NodeError:
         os._exit(NO_NODE_EXIT)
 
