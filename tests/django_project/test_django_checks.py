@@ -153,3 +153,24 @@ def test_field_checks_name_the_layout_and_the_database() -> None:
     found = sorted((m.id, m.obj.name) for m in messages if m.id.startswith("idfields."))
     assert found == [("idfields.E030", "code"), ("idfields.E031", "id")]
     assert "'sqlite' is sqlite" in next(m.msg for m in messages if m.id == "idfields.E031")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_launch_past_half_its_generator_ids_warns() -> None:
+    from idfields.coordination import record_launch
+    from idfields.django_app.checks import check_launch_room
+    from idfields.django_app.sources import coordination_database
+
+    db = coordination_database()
+    launch = record_launch(db, "checks test")
+    name = f"generator:{launch}"
+    try:
+        with override_settings(IDFIELDS={"LAYOUT": "decimal", "NODE_SOURCE": "lease"}):
+            db.execute("INSERT INTO idfields_counter (name, value) VALUES (%s, %s)", [name, 50_000])
+            assert check_launch_room(databases=["default"]) == []
+            db.execute("UPDATE idfields_counter SET value = %s WHERE name = %s", [50_001, name])
+            [warning] = check_launch_room(databases=["default"])
+            assert warning.id == "idfields.W020" and "50,001 of its 100,000" in warning.msg
+            assert check_launch_room(databases=None) == []  # only with --database
+    finally:
+        db.close()  # the lease connection, so the test database can be dropped
