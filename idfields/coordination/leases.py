@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from idfields.coordination import holders
 from idfields.coordination.database import Database, check_length, insert_if_absent
@@ -45,7 +46,8 @@ logger = logging.getLogger("idfields.coordination")
 
 _NS_PER_MS = 1_000_000
 _PROBES = 32  # random nodes tried before enumerating the whole space
-LEASE_MAX_SKEW_MS = 1000  # run-ahead cap of leased generators; a reclaimed node's fence
+LEASE_MAX_SKEW_MS = 1000  # run-ahead cap of leased generators (and of the SQL functions)
+DATABASE_LEASE_MS = 2000  # the SQL functions' lease: a backend renews to now + this
 
 
 @dataclass(frozen=True)
@@ -108,7 +110,7 @@ class LeaseSource:
         return lease.assignment(placed.name)
 
     def _first_claim(self, placed: PlacedField, name: str, holder: str) -> _Lease:
-        """A free node if any, else a node whose holder died on this host, else NodeError."""
+        """A free node if any, else a node whose holder is provably dead, else NodeError."""
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
             rows = self._database.execute(
@@ -121,14 +123,9 @@ class LeaseSource:
                 lease = self._claim(name, node, expiries.get(node), holder, now)
                 if lease is not None:
                     return lease
-            for node, expires, dead, acquired in rows:
-                renewed = int(expires) - self._ttl_ms  # its last renewal, if it shared our ttl
-                in_past = max(int(acquired), renewed) <= now
-                if in_past and holders.parse(str(dead)).is_dead_here():
-                    fence = min(int(expires), now + LEASE_MAX_SKEW_MS)
-                    lease = self._claim(name, int(node), int(expires), holder, now, fence)
-                    if lease is not None:
-                        return lease
+            lease = self._reclaim(name, rows, holder, now)
+            if lease is not None:
+                return lease
         live = sum(1 for expires in expiries.values() if expires >= now)
         raise NodeError(
             f"no free node for layout {name!r}: {live} of its {placed.size} nodes "
@@ -137,6 +134,31 @@ class LeaseSource:
             "ones to lapse, or use a layout with a wider node field; the lease table "
             "(manage.py idfields_nodes, or list_leases()) shows the holders"
         )
+
+    def _reclaim(
+        self, name: str, rows: list[tuple[Any, ...]], holder: str, now: int
+    ) -> _Lease | None:
+        """Take a node whose holder is provably dead, fenced after anything it could have issued.
+
+        App holders: dead on this host (same boot, pid gone or reused), judged on our clock.
+        Database backends: their pid gone from ``pg_stat_activity``, judged on the server's
+        clock, which is the one they issued on.
+        """
+        backends = _backends(self._database, rows)
+        for node, expires, held_by, acquired in rows:
+            who = holders.parse(str(held_by))
+            if who.kind == "database" and backends is not None:
+                live_pids, clock = backends
+                dead, renewed = who.pid not in live_pids, int(expires) - DATABASE_LEASE_MS
+            else:
+                dead, clock = who.is_dead_here(), now
+                renewed = int(expires) - self._ttl_ms  # its last renewal, if it shared our ttl
+            if dead and max(int(acquired), renewed) <= clock:
+                fence = min(int(expires), clock + LEASE_MAX_SKEW_MS)
+                lease = self._claim(name, int(node), int(expires), holder, now, fence)
+                if lease is not None:
+                    return lease
+        return None
 
     def _claim(
         self,
@@ -311,6 +333,18 @@ def _lease_field(layout: Layout) -> PlacedField:
             "give the layout one Node field, or use a static source naming each field"
         )
     return layout.node_fields[0]
+
+
+def _backends(database: Database, rows: list[tuple[Any, ...]]) -> tuple[set[int], int] | None:
+    """PostgreSQL's live backend pids and its clock (ms), when a database backend holds a row."""
+    if database.vendor != "postgresql" or not any(
+        holders.parse(str(row[2])).kind == "database" for row in rows
+    ):
+        return None
+    found = database.execute(
+        "SELECT pid, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM pg_stat_activity"
+    ).rows
+    return {int(pid) for pid, _ in found}, max(int(clock) for _, clock in found)
 
 
 def _candidates(placed: PlacedField, expiries: Mapping[int, int], now: int) -> Iterator[int]:

@@ -154,7 +154,7 @@ class IdGenerator:
         if not issued:
             return None
         node = ",".join(f"{k}={v}" for k, v in (self.node or {}).items()) or "-"
-        return GeneratorStats(self.layout.name, node, issued, self._run_ahead_s())
+        return GeneratorStats(self.layout.lease_key, node, issued, self._run_ahead_s())
 
     def _run_ahead_s(self) -> float:
         """How far the last ID's time is ahead of the clock (a counter has none)."""

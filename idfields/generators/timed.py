@@ -167,7 +167,7 @@ class TimeGenerator(TimeCore, IdGenerator):
             self._tick = max(0, self.layout.tick_of(fence)) if fence else 0
         elif self._left and now_tick < self._tick:
             behind_s = (self._tick - now_tick) * self._unit_ns / 1e9
-            emit("clock.backwards", behind_s, layout=self.layout.name)
+            emit("clock.backwards", behind_s, layout=self.layout.lease_key)
         waited_ns = 0
         while True:
             if now_tick > self._tick:
@@ -195,7 +195,7 @@ class TimeGenerator(TimeCore, IdGenerator):
                 f"waits at most {self._max_wait_ns / 1e9:.3f} s (max_wait). No ID was issued: "
                 "fix the host clock (NTP) or retry once it has caught up"
             )
-        emit("clock.wait", wait_ns / 1e9, layout=self.layout.name)
+        emit("clock.wait", wait_ns / 1e9, layout=self.layout.lease_key)
         self._sleep(wait_ns / 1e9)
         return wait_ns
 

@@ -68,7 +68,7 @@ def emit(event: str, value: float = 1.0, **attributes: str) -> None:
 class GeneratorStats:
     """One live generator at the moment of reading."""
 
-    layout: str
+    layout: str  # the layout's lease key: its name, with a fingerprint for user layouts
     node: str
     issued: int  # IDs issued since the generator was made
     run_ahead_s: float  # how far its last ID's time is ahead of the clock (0 when behind)

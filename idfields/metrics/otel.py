@@ -90,7 +90,7 @@ class _RoomObserver:
         for layout in live_layouts():
             if layout.timestamp is not None:
                 with _scrape_guard("idfields.nodes", layout.name):
-                    yield layout.name, node_room(self._database(), layout)
+                    yield layout.lease_key, node_room(self._database(), layout)
 
     def in_use(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(room.in_use, {"layout": name}) for name, room in self._nodes()]
@@ -104,7 +104,7 @@ class _RoomObserver:
                 with _scrape_guard("idfields.generator_ids.left", layout.name):
                     room = launch_room(self._database(), layout)
                     yield Observation(
-                        room.generators_left, {"layout": layout.name, "launch": room.launch}
+                        room.generators_left, {"layout": layout.lease_key, "launch": room.launch}
                     )
 
 

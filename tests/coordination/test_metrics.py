@@ -68,16 +68,22 @@ def test_metrics_follow_issuing_and_a_lost_lease(
     assert set(names) <= set(EVENTS)
     assert names.count("lease.claimed") == 4  # ours, the neighbour's, the thief's, ours again
     assert names.count("lease.lost") == 1
-    ours = [s for s in generator_stats() if s.layout == layout.name]
+    ours = [s for s in generator_stats() if s.layout == layout.lease_key]
     assert [s.issued for s in ours] == [5100]
-    issued = [v for attrs, v in points["idfields.ids.issued"] if attrs["layout"] == layout.name]
+    issued = [
+        v for attrs, v in points["idfields.ids.issued"] if attrs["layout"] == layout.lease_key
+    ]
     assert issued == [5100]
-    assert sum(v for a, v in points["idfields.lease.claims"] if a["layout"] == layout.name) == 4
-    assert sum(v for a, v in points["idfields.lease.losses"] if a["layout"] == layout.name) == 1
+    assert (
+        sum(v for a, v in points["idfields.lease.claims"] if a["layout"] == layout.lease_key) == 4
+    )
+    assert (
+        sum(v for a, v in points["idfields.lease.losses"] if a["layout"] == layout.lease_key) == 1
+    )
     assert "idfields.lease.claim.duration" in points
     assert "idfields.clock.run_ahead" in points
-    in_use = [v for a, v in points["idfields.nodes.in_use"] if a["layout"] == layout.name]
-    free = [v for a, v in points["idfields.nodes.free"] if a["layout"] == layout.name]
+    in_use = [v for a, v in points["idfields.nodes.in_use"] if a["layout"] == layout.lease_key]
+    free = [v for a, v in points["idfields.nodes.free"] if a["layout"] == layout.lease_key]
     assert (in_use, free) == ([2], [0])  # the thief's and ours; none left
     generator.close()
 
