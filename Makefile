@@ -10,7 +10,7 @@ test: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
-	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py
+	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py tests/hostile
 
 demo: $(VENV)/.installed-dev
 	$(VENV)/bin/idfields $(DEMO_ARGS)
