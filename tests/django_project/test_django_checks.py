@@ -58,7 +58,7 @@ def test_the_test_project_passes_every_check() -> None:
         ({"NODE_SOURCE": "lease", "DATABASE": "replica"}, "idfields.E006"),
         ({"LAYOUT": "snowflak"}, "idfields.E007"),
         ({"LAYOUTS": {"bad": "idfields.layouts.no_such_layout"}}, "idfields.E007"),
-        ({"LAYOUTS": {"bad": 42}}, "idfields.E007"),
+        ({"LAYOUTS": {"bad": 42}}, "idfields.E008"),
         ({"NODE_SOURCE": "env"}, "idfields.W001"),
         ({"NODE": 1, "LAYOUTS": {"soon": SOON}}, "idfields.W002"),
         ({"NODE": 1, "JS_SAFE": True}, "idfields.W003"),
