@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
 import subprocess
 import sys
 
@@ -82,5 +83,36 @@ def test_the_nodes_command_shows_app_and_database_holders_together(
     assert any(" database " in line and f" {pid} " in line and "live" in line for line in lines)
     assert any(" app " in line and f" {os.getpid()} " in line and "live" in line for line in lines)
     assert "snowflake: " in shown and "nodes free" in shown and "restarts/s" in shown
+    generator.close()
+    db.close()
+
+
+def test_the_sql_view_shows_app_and_database_holders_alike(
+    connect: Connect, postgres_url: str
+) -> None:
+    layout = _one_node_layout()
+    pid, _ = _backend_takes(connect, layout)
+    db = DbApiDatabase("postgresql", postgres_url)
+    generator = make_generator("snowflake", LeaseSource(db))
+    generator()
+    rows = (
+        connect()
+        .execute(
+            "SELECT layout, kind, host, pid, state FROM idfields.node_holders "
+            "WHERE layout = %s OR (layout = 'snowflake' AND pid = %s)",
+            [layout.lease_key, os.getpid()],
+        )
+        .fetchall()
+    )
+    assert (layout.lease_key, "database", "database backend", pid, "live") in rows
+    assert ("snowflake", "app", socket.gethostname()[:180], os.getpid(), "live") in rows
+    with connect() as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+    state = (
+        connect()
+        .execute("SELECT state FROM idfields.node_holders WHERE layout = %s", [layout.lease_key])
+        .fetchone()
+    )
+    assert state == ("dead",)
     generator.close()
     db.close()
