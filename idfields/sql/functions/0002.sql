@@ -642,5 +642,32 @@ END;
 REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid_at(bigint)
     FROM PUBLIC;
 
+-- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
+-- and python -m idfields.sqlalchemy_ext nodes show the same). An app holder is
+-- 'host:pid:boot:start:token', a backend 'pg:pid:start ms'. A backend's row is 'dead' when its
+-- pid is gone from pg_stat_activity: an app claim takes that node at once, behind its fence.
+CREATE OR REPLACE VIEW idfields.node_holders AS
+SELECT l.layout, l.node,
+    CASE WHEN l.holder OPERATOR(pg_catalog.=) '' THEN 'released'
+         WHEN l.holder OPERATOR(pg_catalog.~) '^pg:' THEN 'database' ELSE 'app' END AS kind,
+    CASE WHEN l.holder OPERATOR(pg_catalog.~) '^pg:' THEN 'database backend'
+         ELSE (pg_catalog.regexp_match(l.holder, '^(.*):[0-9]+:[^:]*:[^:]*:[^:]*$'))[1]
+    END AS host,
+    (CASE WHEN l.holder OPERATOR(pg_catalog.~) '^pg:'
+          THEN pg_catalog.split_part(l.holder, ':', 2)
+          ELSE (pg_catalog.regexp_match(l.holder, '^.*:([0-9]+):[^:]*:[^:]*:[^:]*$'))[1]
+     END)::integer AS pid,
+    pg_catalog.to_timestamp(l.acquired_at_ms OPERATOR(pg_catalog./) 1000.0) AS since,
+    pg_catalog.to_timestamp(l.expires_at_ms OPERATOR(pg_catalog./) 1000.0) AS expires,
+    CASE WHEN l.holder OPERATOR(pg_catalog.=) '' THEN 'released'
+         WHEN l.expires_at_ms OPERATOR(pg_catalog.<) idfields.clock_ms() THEN 'expired'
+         WHEN l.holder OPERATOR(pg_catalog.~) '^pg:' AND NOT EXISTS (
+             SELECT FROM pg_catalog.pg_stat_activity AS a
+             WHERE a.pid OPERATOR(pg_catalog.=)
+                 (pg_catalog.split_part(l.holder, ':', 2))::integer) THEN 'dead'
+         ELSE 'live' END AS state,
+    l.holder
+FROM @lease_schema@.idfields_node_lease AS l;
+
 SELECT pg_catalog.set_config('search_path',
     pg_catalog.current_setting('idfields.install_search_path'), true);
