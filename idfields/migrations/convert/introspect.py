@@ -78,20 +78,43 @@ WHERE con.contype = 'f' AND con.confrelid = %s AND %s = ANY (con.confkey)
 ORDER BY rn.nspname, r.relname, con.conname
 """
 
+# Every index of a table that uses one of the columns, as a key column, in an expression or in
+# a predicate (a constraint's index depends on the constraint, an expression's on the column).
 _PG_INDEXES = """
 SELECT i.relname, ix.indisunique, ix.indisprimary,
        ARRAY(SELECT a.attname FROM pg_catalog.unnest(ix.indkey) WITH ORDINALITY AS k(num, pos)
              JOIN pg_catalog.pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.num
              ORDER BY k.pos),
-       ix.indexprs IS NULL AND ix.indpred IS NULL AND NOT (0 = ANY (ix.indkey)),
-       EXISTS (SELECT 1 FROM pg_catalog.pg_constraint con
-               WHERE con.conindid = ix.indexrelid AND con.contype = 'u')
+       ix.indexprs IS NULL AND ix.indpred IS NULL AND NOT (0 = ANY (ix.indkey))
+         AND am.amname = 'btree' AND ix.indnkeyatts = ix.indnatts
+         AND NOT (0 <> ANY (ix.indoption::int2[])),
+       con.contype, COALESCE(con.condeferrable, false)
 FROM pg_catalog.pg_index ix
 JOIN pg_catalog.pg_class i ON i.oid = ix.indexrelid
-JOIN pg_catalog.pg_class t ON t.oid = ix.indrelid
-JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
-JOIN pg_catalog.pg_attribute col ON col.attrelid = t.oid AND col.attname = %s
-WHERE n.nspname = %s AND t.relname = %s AND col.attnum = ANY (ix.indkey)
+JOIN pg_catalog.pg_am am ON am.oid = i.relam
+LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = ix.indexrelid
+  AND con.conrelid = ix.indrelid AND con.contype IN ('p', 'u', 'x')
+WHERE ix.indrelid = pg_catalog.to_regclass(%s) AND EXISTS (
+  SELECT 1 FROM pg_catalog.pg_attribute a
+  WHERE a.attrelid = ix.indrelid AND a.attname = ANY (%s) AND (
+    a.attnum = ANY (ix.indkey) OR EXISTS (
+      SELECT 1 FROM pg_catalog.pg_depend d
+      WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = ix.indexrelid
+        AND d.refobjid = ix.indrelid AND d.refobjsubid = a.attnum)))
+ORDER BY i.relname
+"""
+
+# CHECK constraints on the columns (DROP COLUMN would drop them silently) and foreign keys of
+# other tables pointing at them (the key's own references excepted: those are re-pointed).
+_PG_CONSTRAINTS = """
+SELECT DISTINCT con.conname, con.contype, con.conrelid::regclass::text
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(%s)
+WHERE (con.contype = 'c' AND con.conrelid = a.attrelid AND a.attname = ANY (%s)
+       AND a.attnum = ANY (con.conkey))
+   OR (con.contype = 'f' AND con.confrelid = a.attrelid AND a.attname = ANY (%s)
+       AND a.attnum = ANY (con.confkey))
+ORDER BY con.conname
 """
 
 
@@ -169,30 +192,46 @@ def introspect_postgres(
     )
     table_sql = qualified("postgresql", found_schema, table)
     max_id = query(f"SELECT max({ident('postgresql', column)}) FROM {table_sql}", [])[0][0]  # noqa: S608
-    indexes = {
-        table_name: _pg_indexes(query, table_schema, table_name, column_name)
-        for table_schema, table_name, column_name in [
-            (found_schema, table, column),
-            *((ref.schema, ref.table, ref.column) for ref in references),
-        ]
-    }
-    return dataclasses.replace(key, max_id=max_id, indexes=indexes)
+    indexes, blockers = _pg_online_objects(query, key)
+    return dataclasses.replace(key, max_id=max_id, indexes=indexes, online_blockers=blockers)
 
 
-def _pg_indexes(query: Query, schema: str | None, table: str, column: str) -> tuple[Index, ...]:
-    found = []
-    for name, unique, primary, columns, plain, constraint in query(
-        _PG_INDEXES, [column, schema, table]
-    ):
-        if primary:
-            continue
-        if not plain:
-            raise ValueError(
-                f"index {name!r} on {table}.{column} uses an expression or a predicate; the "
-                "online path re-creates plain-column indexes only: drop it first, re-add it after"
-            )
-        found.append(Index(name, tuple(columns), bool(unique), bool(constraint)))
-    return tuple(found)
+def _pg_online_objects(
+    query: Query, key: KeyInfo
+) -> tuple[dict[str, tuple[Index, ...]], tuple[str, ...]]:
+    """Per table, the indexes the online path rebuilds on the new columns (the key's own
+    primary key aside), and what it cannot carry over: it refuses to start, naming them."""
+    tables: dict[tuple[str | None, str], list[str]] = {(key.schema, key.table): [key.column]}
+    for ref in key.references:
+        tables.setdefault((ref.schema, ref.table), []).append(ref.column)
+    indexes: dict[str, tuple[Index, ...]] = {}
+    blockers: list[str] = []
+    for (schema, table), names in tables.items():
+        where = qualified("postgresql", schema, table)
+        is_key_table = (schema, table) == (key.schema, key.table)
+        found = []
+        for name, unique, primary, cols, plain, contype, deferrable in query(
+            _PG_INDEXES, [where, names]
+        ):
+            if primary and is_key_table:
+                continue
+            if contype == "x":
+                blockers.append(f"exclusion constraint {name!r} on {table}")
+            elif not plain:
+                blockers.append(
+                    f"index {name!r} on {table} (an expression, a predicate, INCLUDE, DESC or "
+                    "a method other than btree)"
+                )
+            elif deferrable:
+                blockers.append(f"deferrable constraint {name!r} on {table}")
+            else:
+                found.append(Index(name, tuple(cols), bool(unique), contype == "u", bool(primary)))
+        indexes[table] = tuple(found)
+        targets = [n for n in names if not (is_key_table and n == key.column)]
+        for name, contype, owner in query(_PG_CONSTRAINTS, [where, names, targets]):
+            what = "CHECK constraint" if contype == "c" else "foreign key"
+            blockers.append(f"{what} {name!r} on {owner}")
+    return indexes, tuple(blockers)
 
 
 def _pg_type(type_name: str, table: str, column: str) -> str:
@@ -261,7 +300,13 @@ def introspect_mysql(
                 _mysql_type(ref_type, ref_table, ref_column),
                 nullable == "YES",
                 "unsigned" in ref_column_type.lower(),
-                actions=f"ON DELETE {on_delete} ON UPDATE {on_update}",
+                actions=" ".join(
+                    f"ON {event} {rule}"
+                    for event, rule in (("DELETE", on_delete), ("UPDATE", on_update))
+                    # RESTRICT is the default; said explicitly with foreign_key_checks off,
+                    # MariaDB stores NO ACTION instead.
+                    if rule != "RESTRICT"
+                ),
             )
         )
     max_id = query(

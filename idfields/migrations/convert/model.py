@@ -53,6 +53,8 @@ class Index:
     unique: bool
     # True when the index backs a UNIQUE constraint (M2M through tables): re-added as one.
     constraint: bool = False
+    # True when it backs a referencing table's PRIMARY KEY (M2M, multi-table inheritance).
+    primary: bool = False
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,10 @@ class KeyInfo:
     references: tuple[Reference, ...] = ()
     # None when unknown (offline): the plan then guards in SQL where the dialect can.
     max_id: int | None = None
-    # Online path only: indexes (other than the primary key) per table that use a converted column.
+    # Online path only: indexes (other than the key's primary key) per table that use a
+    # converted column, and what the online path cannot carry over (it refuses to start).
     indexes: dict[str, tuple[Index, ...]] = field(default_factory=dict)
+    online_blockers: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         check_dialect(self.dialect)
