@@ -33,3 +33,7 @@ class ClockMovedBackwards(IdFieldsError, RuntimeError):
 
 class LayoutExhausted(IdFieldsError, RuntimeError):
     """The layout's timestamp (or its space of generator/run ids) has run out."""
+
+
+class LockTimeout(IdFieldsError, RuntimeError):
+    """A conversion gave up waiting for a lock; the message names the sessions holding it."""

@@ -18,14 +18,14 @@ the first before the swap; ``op.restore_auto_increment`` undoes the swap).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
 from idfields.migrations import convert
-from idfields.migrations.convert import online
+from idfields.migrations.convert import locks, online
 
 
 class _KeyOp(MigrateOperation):
@@ -56,13 +56,19 @@ class _KeyOp(MigrateOperation):
     def _args(self) -> dict[str, Any]:
         return {"schema": self.schema, "assume": self.assume, **self.options}
 
+    def dialect(self, operations: Operations) -> str | None:
+        """The conversion's dialect; None where no conversion is needed (SQLite)."""
+        name = operations.get_context().dialect.name
+        if name not in ("postgresql", "mysql", "mariadb"):
+            return None
+        return "postgresql" if name == "postgresql" else "mysql"
+
     def key(self, operations: Operations) -> convert.KeyInfo | None:
         """The key (None on a dialect that needs no conversion, such as SQLite)."""
-        context = operations.get_context()
-        dialect = context.dialect.name
-        if dialect not in ("postgresql", "mysql", "mariadb"):
+        dialect = self.dialect(operations)
+        if dialect is None:
             return None
-        if context.as_sql:
+        if operations.get_context().as_sql:
             if self.assume is None:
                 raise ValueError(
                     f"offline (--sql) conversion of {self.table}.{self.column} cannot read the "
@@ -70,14 +76,39 @@ class _KeyOp(MigrateOperation):
                     "sequence, referencing columns), or run the migration online"
                 )
             return self.assume
+        return convert.introspect(
+            dialect, _query(operations), self.table, self.column, self.schema
+        )
+
+    @contextmanager
+    def bounded(self, operations: Operations, savepoint: bool = True) -> Iterator[None]:
+        """The lock timeout in force before the first statement (introspection included), and a
+        timeout naming who holds the lock. Inside the migration's transaction the work runs in a
+        savepoint, so that the holders can still be read after a timeout. Offline: the plans'
+        own ``SET LOCAL`` statements bound the script."""
+        dialect = self.dialect(operations)
+        if dialect is None or operations.get_context().as_sql:
+            yield
+            return
+        query, timeout = _query(operations), self.options["lock_timeout"]
         bind = operations.get_bind()
+        nested = bind.begin_nested() if savepoint and bind.in_transaction() else nullcontext()
+        with (
+            locks.named_blockers(dialect, query, self.table, self.schema, timeout),
+            locks.bounded(dialect, query, timeout),
+            nested,
+        ):
+            yield
 
-        def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
-            result = bind.exec_driver_sql(sql, tuple(params))
-            return [tuple(row) for row in result.fetchall()]
 
-        name = "postgresql" if dialect == "postgresql" else "mysql"
-        return convert.introspect(name, query, self.table, self.column, self.schema)
+def _query(operations: Operations) -> convert.Query:
+    bind = operations.get_bind()
+
+    def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        result = bind.exec_driver_sql(sql, tuple(params))
+        return [tuple(row) for row in result.fetchall()] if result.returns_rows else []
+
+    return query
 
 
 @Operations.register_operation("convert_to_ksorted_id")
@@ -122,16 +153,20 @@ def _run(operations: Operations, statements: Sequence[convert.Statement]) -> Non
 
 @Operations.implementation_for(ConvertToKSortedIdOp)
 def _forwards(operations: Operations, operation: ConvertToKSortedIdOp) -> None:
-    key = operation.key(operations)
-    if key is not None:
-        _run(operations, convert.forwards(key, operation.target))
+    with operation.bounded(operations):
+        key = operation.key(operations)
+        if key is not None:
+            with convert.recovering(_AlembicExecutor(operations, autocommit=False), key):
+                _run(operations, convert.forwards(key, operation.target))
 
 
 @Operations.implementation_for(RestoreAutoIncrementOp)
 def _backwards(operations: Operations, operation: RestoreAutoIncrementOp) -> None:
-    key = operation.key(operations)
-    if key is not None:
-        _run(operations, convert.backwards(key, operation.target))
+    with operation.bounded(operations):
+        key = operation.key(operations)
+        if key is not None:
+            with convert.recovering(_AlembicExecutor(operations, autocommit=False), key):
+                _run(operations, convert.backwards(key, operation.target))
 
 
 class _AlembicExecutor:
@@ -190,18 +225,17 @@ class _OnlineOp(_KeyOp):
         return {}
 
     def run(self, operations: Operations) -> None:
-        key = self.key(operations)
-        if key is None:
-            return
-        online.check_dialect(key)
-        steps = self.steps(key, self.pages(operations, key))
-        if not self.autocommit:
-            for step in steps:
-                online.run_step(_AlembicExecutor(operations, autocommit=False), step)
-            return
-        with operations.get_context().autocommit_block():
-            for step in steps:
-                online.run_step(_AlembicExecutor(operations, autocommit=True), step)
+        autocommit = (
+            operations.get_context().autocommit_block() if self.autocommit else nullcontext()
+        )
+        with autocommit, self.bounded(operations, savepoint=not self.autocommit):
+            key = self.key(operations)
+            if key is None:
+                return
+            online.check_dialect(key)
+            executor = _AlembicExecutor(operations, autocommit=self.autocommit)
+            for step in self.steps(key, self.pages(operations, key)):
+                online.run_step(executor, step)
 
 
 def _register(name: str, doc: str) -> Any:

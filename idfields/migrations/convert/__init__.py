@@ -8,12 +8,13 @@ introspect, plan and execute.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from idfields.migrations.convert import mysql, online, postgres
+from idfields.errors import LockTimeout
+from idfields.migrations.convert import locks, mysql, online, postgres
 from idfields.migrations.convert.introspect import (
     Query,
     cursor_query,
@@ -30,7 +31,7 @@ from idfields.migrations.convert.model import (
     check_layout,
 )
 from idfields.migrations.convert.online import Step
-from idfields.migrations.convert.quoting import Dialect, check_dialect
+from idfields.migrations.convert.quoting import Dialect, check_dialect, literal
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,19 @@ def backwards(key: KeyInfo, target: Target) -> tuple[Statement, ...]:
     the kept sequence and what it restores)."""
     planner = postgres if key.dialect == "postgresql" else mysql
     return tuple(planner.backwards(key, target))
+
+
+@contextmanager
+def recovering(executor: online.Executor, key: KeyInfo) -> Iterator[None]:
+    """Run a plan's statements in the block; if one fails on MariaDB/MySQL (no transactional
+    DDL), release its locks and drop its record unless a rerun needs it (:func:`mysql.recover`).
+    PostgreSQL needs nothing: a plan's transaction rolls back whole."""
+    try:
+        yield
+    except BaseException:
+        if key.dialect == "mysql":
+            mysql.recover(executor, key)
+        raise
 
 
 def introspect(
@@ -101,17 +115,35 @@ def run_online(
 ) -> None:
     """Run the online path over an autocommit connection (``execute`` returns the rows).
 
+    The session's lock_timeout is ``target.lock_timeout`` throughout (a timeout raises
+    :class:`~idfields.errors.LockTimeout` naming the holders; rerun when they are gone).
     Transactional steps are wrapped in BEGIN/COMMIT; the backfill reads each table's size right
     before it starts; the swap is refused unless ``verify`` finds every row in sync.
     """
     online.check_dialect(key)
     target.check_max_id(key)
     executor = _RawExecutor(execute)
-    pages = online.table_pages(lambda sql: int(execute(sql)[0][0]), key)
-    for step in online.plan(key, target, pages, batch_pages):
-        online.run_step(executor, step)
-        if after_step is not None:
-            after_step(step.name)
+    query = _inline(execute)
+    timeout = target.lock_timeout
+    with (
+        locks.named_blockers(key.dialect, query, key.table, key.schema, timeout),
+        locks.bounded(key.dialect, query, timeout),
+    ):
+        pages = online.table_pages(lambda sql: int(execute(sql)[0][0]), key)
+        for step in online.plan(key, target, pages, batch_pages):
+            online.run_step(executor, step)
+            if after_step is not None:
+                after_step(step.name)
+
+
+def _inline(execute: Callable[[str], list[tuple[Any, ...]]]) -> Query:
+    """A :data:`Query` over ``execute(sql)``: parameters become quoted literals."""
+
+    def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        values = tuple("NULL" if value is None else literal(str(value)) for value in params)
+        return execute(sql % values if values else sql)
+
+    return query
 
 
 __all__ = [
@@ -119,6 +151,7 @@ __all__ = [
     "Dialect",
     "Index",
     "KeyInfo",
+    "LockTimeout",
     "Plan",
     "Query",
     "Reference",
@@ -132,7 +165,9 @@ __all__ = [
     "introspect",
     "introspect_mysql",
     "introspect_postgres",
+    "locks",
     "online",
     "plan",
+    "recovering",
     "run_online",
 ]

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from idfields.migrations.convert.model import Index, KeyInfo, KeyKind, Reference
+from idfields.migrations.convert import mysql
 from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
 from idfields.migrations.convert.quoting import ident, qualified
 
@@ -264,6 +265,11 @@ SELECT DATA_TYPE, COLUMN_TYPE, EXTRA FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s
 """
 
+_MYSQL_TABLE = """
+SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE())
+  AND TABLE_NAME = %s
+"""
+
 _MYSQL_REFERENCES = """
 SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.CONSTRAINT_NAME, c.DATA_TYPE,
        c.COLUMN_TYPE, c.IS_NULLABLE, r.DELETE_RULE, r.UPDATE_RULE
@@ -309,6 +315,7 @@ def introspect_mysql(
                 ),
             )
         )
+    references += _mysql_recorded(query, table, column, schema, references)
     max_id = query(
         f"SELECT max({ident('mysql', column)}) FROM {qualified('mysql', schema, table)}",  # noqa: S608
         [],
@@ -324,6 +331,18 @@ def introspect_mysql(
         references=tuple(references),
         max_id=None if max_id is None else int(max_id),
     )
+
+
+def _mysql_recorded(
+    query: Query, table: str, column: str, schema: str | None, present: list[Reference]
+) -> list[Reference]:
+    """The constraints a failed conversion dropped, from its record table (see ``mysql.py``)."""
+    record = mysql.record_table(table, column)
+    if not query(_MYSQL_TABLE, [schema, record]):
+        return []
+    rows = query(f"SELECT * FROM {qualified('mysql', schema, record)}", [])  # noqa: S608
+    found = {(ref.table, ref.constraint) for ref in present}
+    return [ref for ref in mysql.recorded(rows) if (ref.table, ref.constraint) not in found]
 
 
 def _mysql_type(type_name: str, table: str, column: str) -> str:

@@ -42,6 +42,8 @@ class Reference:
     unsigned: bool = False
     # ON DELETE / ON UPDATE / DEFERRABLE clauses (fixed keywords), for re-adding the constraint.
     actions: str = ""
+    # MariaDB/MySQL: dropped by a run that failed; known from its record only, re-added by a rerun.
+    recorded: bool = False
 
 
 @dataclass(frozen=True)

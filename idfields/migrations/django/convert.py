@@ -14,7 +14,7 @@ AUTO_INCREMENT with its sequence past max(id). On SQLite an INTEGER PRIMARY KEY 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, ClassVar
 
 from django.db import transaction
@@ -24,6 +24,7 @@ from django.db.models import Field, Model
 
 from idfields.layouts import BUILTIN_LAYOUTS
 from idfields.migrations import convert
+from idfields.migrations.convert import locks
 from idfields.migrations.django.base import IdFieldsOperation, execute
 
 _FIELD_CLASSES = {"snowflake": "SnowflakeAutoField"}
@@ -91,6 +92,32 @@ class KeyOperation(IdFieldsOperation):
     @property
     def migration_name_fragment(self) -> str:
         return f"{self.model_name.lower()}_{self.name_suffix}"
+
+    @contextmanager
+    def bounded(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> Iterator[None]:
+        """The lock timeout in force before the first statement (introspection included), and
+        a timeout naming who holds the lock. Inside the migration's transaction the work runs in
+        a savepoint, so that the holders can still be read after a timeout."""
+        connection = schema_editor.connection
+        if connection.vendor not in ("postgresql", "mysql"):
+            yield
+            return
+        table = state.apps.get_model(app_label, self.model_name)._meta.db_table
+        savepoint = (
+            transaction.atomic(using=connection.alias)
+            if connection.in_atomic_block
+            else nullcontext()
+        )
+        with connection.cursor() as cursor:
+            query = convert.cursor_query(cursor)
+            with (
+                locks.named_blockers(connection.vendor, query, table, None, self.lock_timeout),
+                locks.bounded(connection.vendor, query, self.lock_timeout),
+                savepoint,
+            ):
+                yield
 
     def key(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
@@ -192,17 +219,19 @@ class ConvertToKSortedId(KeyOperation):
     def forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, state)
-        if key is not None:
-            run_steps(schema_editor, self.forwards_steps(key, self._target()))
+        with self.bounded(app_label, schema_editor, state):
+            key = self.key(app_label, schema_editor, state)
+            if key is not None:
+                run_steps(schema_editor, self.forwards_steps(key, self._target()), key)
 
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, state)
-        if key is not None:
-            step = convert.Step("restore", convert.backwards(key, self._target()))
-            run_steps(schema_editor, [step])
+        with self.bounded(app_label, schema_editor, state):
+            key = self.key(app_label, schema_editor, state)
+            if key is not None:
+                step = convert.Step("restore", convert.backwards(key, self._target()))
+                run_steps(schema_editor, [step], key)
 
     def describe(self) -> str:
         return (
@@ -211,10 +240,13 @@ class ConvertToKSortedId(KeyOperation):
         )
 
 
-def run_steps(schema_editor: BaseDatabaseSchemaEditor, steps: list[convert.Step]) -> None:
+def run_steps(
+    schema_editor: BaseDatabaseSchemaEditor, steps: list[convert.Step], key: convert.KeyInfo
+) -> None:
     """Run steps through the schema editor; MySQL's DDL commits by itself (no transaction)."""
     executor = SchemaEditorExecutor(schema_editor)
-    for step in steps:
-        if schema_editor.connection.vendor == "mysql":
-            step = convert.Step(step.name, step.statements, transaction=False)
-        convert.online.run_step(executor, step)
+    with convert.recovering(executor, key):
+        for step in steps:
+            if schema_editor.connection.vendor == "mysql":
+                step = convert.Step(step.name, step.statements, transaction=False)
+            convert.online.run_step(executor, step)
