@@ -8,14 +8,18 @@ and IDENTITY ALWAYS (PostgreSQL) or AUTO_INCREMENT (MariaDB).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
 import pymysql  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
+from databases import DbUrl
+
+from idfields.errors import LockTimeout
 from idfields.migrations import convert
+from idfields.migrations.convert import locks
 from tests.convert.catalog import catalog, diff
 
 Run = Callable[..., list[tuple[Any, ...]]]
@@ -179,7 +183,7 @@ def my_schema(my: Run) -> None:
         "CASCADE) ENGINE=InnoDB"
     )
     my("INSERT INTO cat_t VALUES (1), (2)")
-    for n in range(1, 51):
+    for n in range(1, 11):
         my("INSERT INTO cat_p (name, parent_id) VALUES (%s, %s)", f"p{n}", n - 1 if n > 1 else None)
         my("INSERT INTO cat_pt VALUES (%s, 1)", n)
         my("INSERT INTO cat_profile (p_id) VALUES (%s)", n)
@@ -188,16 +192,17 @@ def my_schema(my: Run) -> None:
             my("INSERT INTO cat_child VALUES (%s, 'x')", n)
 
 
+def drop_tables(my: Run) -> None:
+    my("SET foreign_key_checks = 0")
+    my("DROP TABLE IF EXISTS " + ", ".join(MYSQL_TABLES) + ", cat_p_id_idfields_fks")
+    my("SET foreign_key_checks = 1")
+
+
 @pytest.fixture
-def my_tables(my: Run) -> Run:
-    drop = "DROP TABLE IF EXISTS " + ", ".join(MYSQL_TABLES) + ", cat_p_id_idfields_fks"
-    my("SET foreign_key_checks = 0")
-    my(drop)
-    my("SET foreign_key_checks = 1")
-    yield my  # type: ignore[misc]
-    my("SET foreign_key_checks = 0")
-    my(drop)
-    my("SET foreign_key_checks = 1")
+def my_tables(my: Run) -> Iterator[Run]:
+    drop_tables(my)
+    yield my
+    drop_tables(my)
 
 
 def my_run(my: Run, statements: tuple[convert.Statement, ...]) -> None:
@@ -220,3 +225,74 @@ def test_mysql_catalog_unchanged(my_tables: Run) -> None:
     my_run(my, convert.backwards(key, convert.Target.of("snowflake")))
     back = catalog("mysql", my, MYSQL_TABLES)
     assert back == before, diff(before, back)
+
+
+class _Executor:
+    """Statements one by one on an autocommit connection (MySQL DDL commits by itself)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def execute(self, statement: convert.Statement) -> None:
+        self.run(statement.sql)
+
+    def scalar(self, statement: convert.Statement) -> int:
+        return int(self.run(statement.sql)[0][0])
+
+    def transaction(self) -> Any:  # pragma: no cover (MySQL plans run statement by statement)
+        raise NotImplementedError
+
+
+def my_convert(my: Run, timeout: str = "1s") -> None:
+    """What the Django and Alembic operations do: bounded, introspect, run, recover."""
+
+    def query(sql: str, params: Any) -> list[tuple[Any, ...]]:
+        return my(sql, *params)
+
+    with (
+        locks.named_blockers("mysql", query, "cat_p", None, timeout),
+        locks.bounded("mysql", query, timeout),
+    ):
+        key = convert.introspect("mysql", query, "cat_p")
+        with convert.recovering(_Executor(my), key):
+            my_run(my, convert.forwards(key, convert.Target.of("snowflake", lock_timeout=timeout)))
+
+
+def test_mysql_failure_at_every_step_then_rerun(my_tables: Run, mysql_url: str) -> None:
+    """The plan stops after each of its statements (a connection lost); a rerun while a reader
+    holds a metadata lock fails within lock_wait_timeout and changes nothing; the next rerun
+    converges to the converted schema with every foreign key back."""
+    my = my_tables
+    kwargs = DbUrl.parse(mysql_url).pymysql_kwargs()
+    my_schema(my)
+    original = catalog("mysql", my, MYSQL_TABLES)
+    key = convert.introspect("mysql", lambda sql, p: my(sql, *p), "cat_p")
+    plan = convert.forwards(key, convert.Target.of("snowflake", lock_timeout="1s"))
+    record = ("cat_p_id_idfields_fks",)
+    for stop in range(1, len(plan)):
+        lost = pymysql.connect(**kwargs, autocommit=True)
+        with lost.cursor() as cursor:
+            for statement in plan[:stop]:
+                cursor.execute(statement.sql)
+        lost.close()
+        half = catalog("mysql", my, MYSQL_TABLES)
+        reader = pymysql.connect(**kwargs)
+        with reader.cursor() as cursor:
+            cursor.execute("BEGIN")
+            cursor.execute("SELECT COUNT(*) FROM cat_pt")
+        with pytest.raises(LockTimeout, match=f"pid {reader.thread_id()} "):
+            my_convert(my)
+        reader.close()
+        # nothing changed but the record, dropped when it holds nothing the rerun needs
+        assert catalog("mysql", my, MYSQL_TABLES) == half, f"after {stop}"
+        my_convert(my)
+        converged = catalog("mysql", my, (*MYSQL_TABLES, *record))
+        assert converged == original, f"after {stop}: {diff(original, converged)}"
+        assert my(
+            "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
+            "AND TABLE_NAME LIKE 'cat%%' AND DATA_TYPE = 'int'"
+        ) == [(4,)], f"after {stop}"  # cat_t.id, cat_pt.t_id, cat_profile.id, cat_note.id
+        with pytest.raises(pymysql.err.IntegrityError):
+            my("INSERT INTO cat_child VALUES (99999, 'orphan')")
+        drop_tables(my)
+        my_schema(my)
