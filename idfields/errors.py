@@ -37,3 +37,8 @@ class LayoutExhausted(IdFieldsError, RuntimeError):
 
 class LockTimeout(IdFieldsError, RuntimeError):
     """A conversion gave up waiting for a lock; the message names the sessions holding it."""
+
+
+class UnwidenedIdColumn(UserWarning):
+    """An integer column looks as if it holds IDs of the key being converted, but is neither a
+    foreign key nor listed to be widened with it (Alembic's ``also=[...]``)."""

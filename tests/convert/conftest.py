@@ -69,6 +69,7 @@ def my(mysql_url: str) -> Iterator[Callable[..., Rows]]:
 
 
 _CONVAPP_TABLES = ("child", "parent_tags", "parent", "tag", "account")
+_TABLES = (*(f"convapp_{table}" for table in _CONVAPP_TABLES), "gfkapp_taggeditem")
 
 
 @pytest.fixture
@@ -86,7 +87,11 @@ def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[
         alias
     ]
     settings = override_settings(
-        INSTALLED_APPS=[*django_settings().INSTALLED_APPS, "tests.convert.djapp"],
+        INSTALLED_APPS=[
+            *django_settings().INSTALLED_APPS,
+            "tests.convert.djapp",
+            "tests.convert.gfkapp",
+        ],
         MIGRATION_MODULES={"convapp": f"tests.convert.djapp.{migrations}"},
         IDFIELDS={"NODE_SOURCE": "static", "NODE": 7},
     )
@@ -95,16 +100,14 @@ def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[
         try:
             yield app
         finally:
-            drop = ", ".join(
-                app.connection.ops.quote_name(f"convapp_{table}") for table in _CONVAPP_TABLES
-            )
+            drop = ", ".join(app.connection.ops.quote_name(table) for table in _TABLES)
             with app.connection.cursor() as cursor:
                 if vendor == "mysql":
                     cursor.execute("SET foreign_key_checks = 0")
                 cursor.execute(f"DROP TABLE IF EXISTS {drop}")
                 if vendor == "mysql":
                     cursor.execute("SET foreign_key_checks = 1")
-                cursor.execute("DELETE FROM django_migrations WHERE app = 'convapp'")
+                cursor.execute("DELETE FROM django_migrations WHERE app IN ('convapp', 'gfkapp')")
             app.connection.close()
             del connections[alias]
             del connections.settings[alias]

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
+import warnings
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
+from idfields.errors import UnwidenedIdColumn
 from idfields.migrations import convert
 from idfields.migrations.convert import locks, online
+from idfields.migrations.convert.introspect import likely_id_columns
 
 
 class _KeyOp(MigrateOperation):
@@ -41,11 +44,14 @@ class _KeyOp(MigrateOperation):
         lock_timeout: str = "5s",
         schema: str | None = None,
         assume: convert.KeyInfo | None = None,
+        also: Sequence[str] = (),
     ) -> None:
         self.table = table
         self.column = column
         self.schema = schema
         self.assume = assume
+        self.also = tuple(also)
+        self.also_columns = [_column_of(name, schema) for name in self.also]
         self.options: dict[str, Any] = {
             "layout": layout,
             "generation": generation,
@@ -54,7 +60,7 @@ class _KeyOp(MigrateOperation):
         self.target = convert.Target.of(layout, generation, lock_timeout)
 
     def _args(self) -> dict[str, Any]:
-        return {"schema": self.schema, "assume": self.assume, **self.options}
+        return {"schema": self.schema, "assume": self.assume, "also": self.also, **self.options}
 
     def dialect(self, operations: Operations) -> str | None:
         """The conversion's dialect; None where no conversion is needed (SQLite)."""
@@ -76,9 +82,22 @@ class _KeyOp(MigrateOperation):
                     "sequence, referencing columns), or run the migration online"
                 )
             return self.assume
-        return convert.introspect(
-            dialect, _query(operations), self.table, self.column, self.schema
+        query = _query(operations)
+        key = convert.introspect(
+            dialect, query, self.table, self.column, self.schema, also=self.also_columns
         )
+        likely = likely_id_columns(query, key)
+        if likely:
+            warnings.warn(
+                UnwidenedIdColumn(
+                    f"converting {self.table}.{self.column}: {', '.join(likely)} look like "
+                    "integer IDs but no foreign key ties them to a key, so they stay as they "
+                    "are. If one can hold this table's IDs (a polymorphic object_id), pass "
+                    "also=['table.column', ...] to widen it with the key"
+                ),
+                stacklevel=2,
+            )
+        return key
 
     @contextmanager
     def bounded(self, operations: Operations, savepoint: bool = True) -> Iterator[None]:
@@ -99,6 +118,16 @@ class _KeyOp(MigrateOperation):
             nested,
         ):
             yield
+
+
+def _column_of(name: str, schema: str | None) -> tuple[str | None, str, str]:
+    """``"table.column"`` or ``"schema.table.column"`` as ``(schema, table, column)``."""
+    parts = name.split(".")
+    if len(parts) == 2:
+        return schema, parts[0], parts[1]
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    raise ValueError(f"also={name!r}: write 'table.column' or 'schema.table.column'")
 
 
 def _query(operations: Operations) -> convert.Query:
@@ -122,7 +151,9 @@ class ConvertToKSortedIdOp(_KeyOp):
         """Keep every row's ID, widen the key and its referencing columns, drop AUTO_INCREMENT.
 
         Options: ``layout`` ("snowflake"), ``generation`` ("app" | "db"), ``lock_timeout``
-        ("5s"), ``schema``, ``assume`` (a KeyInfo, required offline).
+        ("5s"), ``schema``, ``assume`` (a KeyInfo, required offline), ``also`` (columns
+        ``"table.column"`` that hold the IDs without a foreign key, widened too; online, integer
+        ``*_id`` columns that no foreign key covers are named in an UnwidenedIdColumn warning).
         """
         operations.invoke(cls(table, column, **options))
 

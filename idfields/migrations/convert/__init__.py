@@ -8,6 +8,7 @@ introspect, plan and execute.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,11 +19,13 @@ from idfields.migrations.convert import locks, mysql, online, postgres
 from idfields.migrations.convert.introspect import (
     Query,
     cursor_query,
+    introspect_also,
     introspect_mysql,
     introspect_postgres,
 )
 from idfields.migrations.convert.model import (
     DB_FUNCTIONS,
+    IdColumn,
     Index,
     KeyInfo,
     Reference,
@@ -62,25 +65,41 @@ def backwards(key: KeyInfo, target: Target) -> tuple[Statement, ...]:
 
 
 @contextmanager
-def recovering(executor: online.Executor, key: KeyInfo) -> Iterator[None]:
+def recovering(
+    executor: online.Executor, key: KeyInfo | None, dialect: str | None = None
+) -> Iterator[None]:
     """Run a plan's statements in the block; if one fails on MariaDB/MySQL (no transactional
-    DDL), release its locks and drop its record unless a rerun needs it (:func:`mysql.recover`).
-    PostgreSQL needs nothing: a plan's transaction rolls back whole."""
+    DDL), release its locks and drop the key's record unless a rerun needs it
+    (:func:`mysql.recover`). PostgreSQL needs nothing: a plan's transaction rolls back whole."""
     try:
         yield
     except BaseException:
-        if key.dialect == "mysql":
+        if (key.dialect if key is not None else dialect) == "mysql":
             mysql.recover(executor, key)
         raise
 
 
 def introspect(
-    dialect: str, query: Query, table: str, column: str = "id", schema: str | None = None
+    dialect: str,
+    query: Query,
+    table: str,
+    column: str = "id",
+    schema: str | None = None,
+    also: Sequence[tuple[str | None, str, str]] = (),
 ) -> KeyInfo:
-    """Describe the key from the server's catalog."""
+    """Describe the key from the server's catalog; ``also`` names ``(schema, table, column)``
+    that hold its IDs without a foreign key (widened with it where not bigint yet)."""
     if check_dialect(dialect) == "postgresql":
-        return introspect_postgres(query, table, column, schema)
-    return introspect_mysql(query, table, column, schema)
+        key = introspect_postgres(query, table, column, schema)
+    else:
+        key = introspect_mysql(query, table, column, schema)
+    return dataclasses.replace(key, also=introspect_also(dialect, query, also))
+
+
+def widen(dialect: str, columns: Sequence[IdColumn], target: Target) -> tuple[Statement, ...]:
+    """Widen columns that hold IDs to bigint, on their own (a third-party GenericForeignKey)."""
+    planner = postgres if check_dialect(dialect) == "postgresql" else mysql
+    return tuple(planner.widen_only(columns, target)) if columns else ()
 
 
 class _RawExecutor:
@@ -149,6 +168,7 @@ def _inline(execute: Callable[[str], list[tuple[Any, ...]]]) -> Query:
 __all__ = [
     "DB_FUNCTIONS",
     "Dialect",
+    "IdColumn",
     "Index",
     "KeyInfo",
     "LockTimeout",
@@ -163,6 +183,7 @@ __all__ = [
     "cursor_query",
     "forwards",
     "introspect",
+    "introspect_also",
     "introspect_mysql",
     "introspect_postgres",
     "locks",
@@ -170,4 +191,5 @@ __all__ = [
     "plan",
     "recovering",
     "run_online",
+    "widen",
 ]

@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from idfields.migrations.convert.model import Index, KeyInfo, KeyKind, Reference
+from idfields.migrations.convert.model import IdColumn, Index, KeyInfo, KeyKind, Reference
 from idfields.migrations.convert import mysql
 from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
 from idfields.migrations.convert.quoting import ident, qualified
@@ -352,3 +352,76 @@ def _mysql_type(type_name: str, table: str, column: str) -> str:
         raise ValueError(
             f"{table}.{column} is {type_name}, not an integer: only integer keys are converted"
         ) from None
+
+
+_PG_ALSO = """
+SELECT pg_catalog.format_type(a.atttypid, NULL), NOT a.attnotnull, false
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = %s AND NOT a.attisdropped
+"""
+
+_MYSQL_ALSO = """
+SELECT DATA_TYPE, IS_NULLABLE = 'YES', LOCATE('unsigned', LOWER(COLUMN_TYPE)) > 0
+FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s
+"""
+
+
+def introspect_also(
+    dialect: str, query: Query, columns: Sequence[tuple[str | None, str, str]]
+) -> tuple[IdColumn, ...]:
+    """The ``(schema, table, column)`` that must hold the IDs, those not bigint yet."""
+    found = []
+    for schema, table, column in columns:
+        if dialect == "postgresql":
+            rows = query(_PG_ALSO, [qualified("postgresql", schema, table), column])
+            convert = _pg_type
+        else:
+            rows = query(_MYSQL_ALSO, [schema, table, column])
+            convert = _mysql_type
+        if not rows:
+            raise ValueError(f"no column {column!r} in table {table!r}: check the names")
+        type_name, nullable, unsigned = rows[0]
+        data_type = convert(str(type_name), table, column)
+        if data_type != "bigint":
+            found.append(
+                IdColumn(schema, table, column, data_type, bool(nullable), bool(unsigned))
+            )
+    return tuple(found)
+
+
+_PG_LIKELY = """
+SELECT c.relname, a.attname
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.atttypid IN ('pg_catalog.int2'::regtype, 'pg_catalog.int4'::regtype)
+  AND a.attname LIKE '%%\\_id'
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint con WHERE con.conrelid = c.oid
+                  AND con.contype = 'f' AND a.attnum = ANY (con.conkey))
+ORDER BY 1, 2
+"""
+
+# Two plain reads joined in Python (MariaDB has crashed on correlated information_schema joins).
+_MYSQL_LIKELY = (
+    "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+    "COALESCE(%s, DATABASE()) AND DATA_TYPE IN ('tinyint', 'smallint', 'mediumint', 'int') "
+    "AND COLUMN_NAME LIKE '%%\\_id' ORDER BY 1, 2",
+    "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE "
+    "TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND REFERENCED_TABLE_NAME IS NOT NULL",
+)
+
+
+def likely_id_columns(query: Query, key: KeyInfo) -> list[str]:
+    """``table.column`` of integer columns named ``*_id`` in the key's schema that no foreign key
+    covers and the plan does not widen: they may hold the key's IDs (a polymorphic
+    ``object_id``) and would overflow. Worth a warning, not a refusal: only a name says so."""
+    if key.dialect == "postgresql":
+        rows = query(_PG_LIKELY, [key.schema or "public"])
+    else:
+        candidates, covered = (query(sql, [key.schema]) for sql in _MYSQL_LIKELY)
+        rows = [row for row in candidates if row not in set(covered)]
+    widened = {(column.table, column.column) for column in key.also}
+    widened.add((key.table, key.column))
+    return [f"{table}.{column}" for table, column in rows if (table, column) not in widened]

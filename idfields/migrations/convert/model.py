@@ -47,6 +47,19 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class IdColumn:
+    """An integer column that holds the key's IDs without a foreign key (a GenericForeignKey's
+    ``object_id``, an Alembic ``also=[...]``): widened to bigint with the key."""
+
+    schema: str | None
+    table: str
+    column: str
+    data_type: str = "integer"
+    nullable: bool = False
+    unsigned: bool = False
+
+
+@dataclass(frozen=True)
 class Index:
     """A plain-column index touching a converted column (re-created by the online path)."""
 
@@ -82,6 +95,8 @@ class KeyInfo:
     # converted column, and what the online path cannot carry over (it refuses to start).
     indexes: dict[str, tuple[Index, ...]] = field(default_factory=dict)
     online_blockers: tuple[str, ...] = ()
+    # Columns to widen with the key that no constraint ties to it (only those not bigint yet).
+    also: tuple[IdColumn, ...] = ()
 
     def __post_init__(self) -> None:
         check_dialect(self.dialect)

@@ -20,8 +20,16 @@ DDL commits statement by statement, so the plan is built to be either finished o
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
-from idfields.migrations.convert.model import KeyInfo, Reference, Statement, Target, lock_timeout_ms
+from idfields.migrations.convert.model import (
+    IdColumn,
+    KeyInfo,
+    Reference,
+    Statement,
+    Target,
+    lock_timeout_ms,
+)
 from idfields.migrations.convert.online import Executor
 from idfields.migrations.convert.postgres import short_name
 from idfields.migrations.convert.quoting import ident, qualified
@@ -79,7 +87,7 @@ def _modify_key(key: KeyInfo, extra: str, note: str) -> Statement:
 
 def _lock_tables(key: KeyInfo) -> Statement:
     tables = [qualified("mysql", key.schema, key.table)]
-    for ref in key.references:
+    for ref in (*key.references, *key.also):
         name = qualified("mysql", ref.schema, ref.table)
         if name not in tables:
             tables.append(name)
@@ -164,6 +172,32 @@ def _without_foreign_keys(key: KeyInfo, statements: list[Statement]) -> list[Sta
     ]
 
 
+def _modify(column: Reference | IdColumn) -> Statement:
+    return Statement(
+        f"ALTER TABLE {qualified('mysql', column.schema, column.table)} MODIFY "
+        f"{ident('mysql', column.column)} {_bigint(column.unsigned, column.nullable)}",
+        _LOCK,
+        rewrites=True,
+        note=f"{column.data_type} -> BIGINT",
+    )
+
+
+def widen_only(columns: Sequence[IdColumn], target: Target) -> list[Statement]:
+    """Columns that hold IDs without a foreign key to BIGINT, every table locked first."""
+    tables = list(dict.fromkeys(qualified("mysql", c.schema, c.table) for c in columns))
+    start, end = _timeouts(target)
+    return [
+        start,
+        Statement(
+            "LOCK TABLES " + ", ".join(f"{name} WRITE" for name in tables),
+            "shared-no-read-write metadata lock",
+        ),
+        *(_modify(column) for column in columns),
+        Statement("UNLOCK TABLES", "none"),
+        end,
+    ]
+
+
 def forwards(key: KeyInfo, target: Target) -> list[Statement]:
     if target.generation == "db":
         raise ValueError(
@@ -173,19 +207,7 @@ def forwards(key: KeyInfo, target: Target) -> list[Statement]:
     changes = []
     if key.kind != "none" or key.data_type != "bigint":  # a rerun finds the key converted
         changes.append(_modify_key(key, "", "drops AUTO_INCREMENT, widens to BIGINT"))
-    for ref in key.references:
-        if ref.data_type == "bigint":
-            continue
-        table = qualified("mysql", ref.schema, ref.table)
-        changes.append(
-            Statement(
-                f"ALTER TABLE {table} MODIFY {ident('mysql', ref.column)} "
-                f"{_bigint(ref.unsigned, ref.nullable)}",
-                _LOCK,
-                rewrites=True,
-                note=f"{ref.data_type} -> BIGINT",
-            )
-        )
+    changes += [_modify(ref) for ref in (*key.references, *key.also) if ref.data_type != "bigint"]
     start, end = _timeouts(target)
     return [start, *_without_foreign_keys(key, changes), end]
 
@@ -214,11 +236,13 @@ def recorded(rows: list[tuple[object, ...]]) -> list[Reference]:
     ]
 
 
-def recover(executor: Executor, key: KeyInfo) -> None:
-    """After a failed plan: locks released, checks on, and the record dropped unless a
+def recover(executor: Executor, key: KeyInfo | None) -> None:
+    """After a failed plan: locks released, checks on, and the key's record dropped unless a
     constraint it holds is missing (then a rerun needs it to put that constraint back)."""
     for sql in ("UNLOCK TABLES", "SET SESSION foreign_key_checks = 1"):
         executor.execute(Statement(sql, "none"))
+    if key is None:
+        return
     schema = "DATABASE()" if key.schema is None else text(key.schema)
     name = text(record_table(key.table, key.column))
     exists = executor.scalar(

@@ -406,6 +406,12 @@ def check_dialect(key: KeyInfo) -> None:
             "in place (ConvertToKSortedId / op.convert_to_ksorted_id), or run that ALTER "
             "through an online schema-change tool (gh-ost, pt-online-schema-change)"
         )
+    if key.also:
+        names = ", ".join(f"{column.table}.{column.column}" for column in key.also)
+        raise ValueError(
+            f"{names} must hold the new IDs but no foreign key ties them to the key: widen them "
+            "to bigint before the online path (WidenObjectId in Django, or op.alter_column)"
+        )
     if key.online_blockers:
         raise ValueError(
             f"the online path cannot carry over {'; '.join(key.online_blockers)}: dropping the "
