@@ -261,7 +261,8 @@ def _bigint_in_database(model: type[Model], column: str | None) -> bool:
         return False
     wide = {"BigIntegerField", "PositiveBigIntegerField", "BigAutoField"}
     return any(
-        info.name == column and connection.introspection.get_field_type(info.type_code, info) in wide
+        info.name == column
+        and connection.introspection.get_field_type(info.type_code, info) in wide
         for info in description
     )
 
@@ -277,13 +278,16 @@ def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
                 continue
             object_id = model._meta.get_field(private.fk_field)
             kind = object_id.get_internal_type()
-            if kind in NARROW_INTEGERS and not _bigint_in_database(model, object_id.column):
+            if kind in NARROW_INTEGERS and not _bigint_in_database(
+                model, getattr(object_id, "column", None)
+            ):
                 yield Error(
                     f"{model._meta.label}.{private.fk_field} (object_id of GenericForeignKey "
                     f"{private.name!r}) is a {kind}, but models of this project have 63-bit "
                     "idfields primary keys: storing one fails with 'integer out of range'.",
                     hint="Declare it PositiveBigIntegerField (or BigIntegerField) and migrate; "
-                    "for a third-party app, add WidenObjectId(app_label, model) to a migration of yours, or "
+                    "for a third-party app, add WidenObjectId(app_label, model) to a migration "
+                    "of yours, or "
                     "silence this check if the relation never points at such a model.",
                     obj=object_id,
                     id="idfields.E020",

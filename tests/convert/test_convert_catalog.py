@@ -14,7 +14,6 @@ from typing import Any
 import psycopg
 import pymysql  # type: ignore[import-untyped,unused-ignore]
 import pytest
-
 from databases import DbUrl
 
 from idfields.errors import LockTimeout
@@ -107,7 +106,8 @@ def test_postgres_catalog_unchanged(pg: Run, kind: str, path: str) -> None:
     )
     # only columns unrelated to p stay integer
     assert sorted(types) == [("note.id",), ("profile.id",), ("pt.t_id",), ("t.id",)]
-    pg_rejects(pg, "INSERT INTO conv.pt (p_id, t_id) VALUES (1, 1)")  # the M2M's composite key holds
+    # the M2M's composite key holds
+    pg_rejects(pg, "INSERT INTO conv.pt (p_id, t_id) VALUES (1, 1)")
     pg_rejects(pg, "INSERT INTO conv.child (p_ptr_id) VALUES (2)")  # the MTI child's key holds
     pg_rejects(pg, "INSERT INTO conv.profile (p_id) VALUES (1)")  # one-to-one stays one
     pg_rejects(pg, "INSERT INTO conv.child (p_ptr_id) VALUES (99999)")
@@ -120,7 +120,7 @@ def test_postgres_catalog_unchanged(pg: Run, kind: str, path: str) -> None:
     back = catalog("postgresql", pg, TABLES)
     assert back == before, diff(before, back)
     overriding = " OVERRIDING SYSTEM VALUE" if kind == "identity_always" else ""
-    pg_rejects(pg, f"INSERT INTO conv.p (id, name){overriding} VALUES (1, 'dup')")
+    pg_rejects(pg, f"INSERT INTO conv.p (id, name){overriding} VALUES (1, 'dup')")  # noqa: S608
     (new,) = pg("INSERT INTO conv.p (name) VALUES ('back') RETURNING id")[0]
     assert new > 50
 

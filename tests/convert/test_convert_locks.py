@@ -101,9 +101,7 @@ def test_alembic_gives_up_naming_the_holder(
     assert pg_state(pg) == before
 
 
-def test_run_online_gives_up_naming_the_holder(
-    pg: Run, blocker: Callable[[str], Blocker]
-) -> None:
+def test_run_online_gives_up_naming_the_holder(pg: Run, blocker: Callable[[str], Blocker]) -> None:
     pg_schema(pg)
     before = pg_state(pg)
     key = convert.introspect("postgresql", lambda sql, p: pg(sql, *p), "lk", schema="conv")

@@ -17,9 +17,9 @@ the first before the swap; ``op.restore_auto_increment`` undoes the swap).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-import warnings
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations

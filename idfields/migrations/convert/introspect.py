@@ -11,8 +11,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from idfields.migrations.convert.model import IdColumn, Index, KeyInfo, KeyKind, Reference
 from idfields.migrations.convert import mysql
+from idfields.migrations.convert.model import IdColumn, Index, KeyInfo, KeyKind, Reference
 from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
 from idfields.migrations.convert.quoting import ident, qualified
 
@@ -384,9 +384,7 @@ def introspect_also(
         type_name, nullable, unsigned = rows[0]
         data_type = convert(str(type_name), table, column)
         if data_type != "bigint":
-            found.append(
-                IdColumn(schema, table, column, data_type, bool(nullable), bool(unsigned))
-            )
+            found.append(IdColumn(schema, table, column, data_type, bool(nullable), bool(unsigned)))
     return tuple(found)
 
 

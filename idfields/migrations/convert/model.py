@@ -98,6 +98,11 @@ class KeyInfo:
     # Columns to widen with the key that no constraint ties to it (only those not bigint yet).
     also: tuple[IdColumn, ...] = ()
 
+    @property
+    def id_columns(self) -> tuple[Reference | IdColumn, ...]:
+        """Every column besides the key that holds its IDs: the references, then ``also``."""
+        return (*self.references, *self.also)
+
     def __post_init__(self) -> None:
         check_dialect(self.dialect)
         if self.kind not in KEY_KINDS:

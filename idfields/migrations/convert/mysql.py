@@ -87,7 +87,7 @@ def _modify_key(key: KeyInfo, extra: str, note: str) -> Statement:
 
 def _lock_tables(key: KeyInfo) -> Statement:
     tables = [qualified("mysql", key.schema, key.table)]
-    for ref in (*key.references, *key.also):
+    for ref in key.id_columns:
         name = qualified("mysql", ref.schema, ref.table)
         if name not in tables:
             tables.append(name)
@@ -207,7 +207,7 @@ def forwards(key: KeyInfo, target: Target) -> list[Statement]:
     changes = []
     if key.kind != "none" or key.data_type != "bigint":  # a rerun finds the key converted
         changes.append(_modify_key(key, "", "drops AUTO_INCREMENT, widens to BIGINT"))
-    changes += [_modify(ref) for ref in (*key.references, *key.also) if ref.data_type != "bigint"]
+    changes += [_modify(ref) for ref in key.id_columns if ref.data_type != "bigint"]
     start, end = _timeouts(target)
     return [start, *_without_foreign_keys(key, changes), end]
 

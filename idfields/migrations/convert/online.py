@@ -184,7 +184,7 @@ def _copied_indexes(key: KeyInfo) -> list[tuple[Column, Index, tuple[str, ...]]]
     """Every index on an old column but the key's primary key, once, with its table's first
     converted column and its columns as they are named before the swap."""
     found = []
-    for (schema, table), cols in _by_table(key).items():
+    for (_, table), cols in _by_table(key).items():
         renames = {column.name: column.new for column in cols}
         for index in key.indexes.get(table, ()):
             if index.name != key.primary_key or table != key.table:

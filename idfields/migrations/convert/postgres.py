@@ -54,7 +54,7 @@ def lock_order(key: KeyInfo) -> list[str]:
     with such an INSERT (each waiting for the table the other holds).
     """
     names: list[str] = []
-    for ref in (*key.references, *key.also):
+    for ref in key.id_columns:
         name = qualified("postgresql", ref.schema, ref.table)
         if name not in names and name != table_name(key):
             names.append(name)
@@ -169,7 +169,7 @@ def widen(key: KeyInfo) -> list[Statement]:
     columns = [(table_name(key), key.column, key.data_type)]
     columns += [
         (qualified("postgresql", ref.schema, ref.table), ref.column, ref.data_type)
-        for ref in (*key.references, *key.also)
+        for ref in key.id_columns
     ]
     return [
         Statement(

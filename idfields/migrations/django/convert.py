@@ -279,8 +279,9 @@ def generic_object_ids(
             if not isinstance(private, GenericForeignKey):
                 continue
             field = model._meta.get_field(private.fk_field)
-            if field.get_internal_type() in _INTEGER_FIELDS and field.column is not None:
-                found.append((None, model._meta.db_table, field.column))
+            column = getattr(field, "column", None)
+            if field.get_internal_type() in _INTEGER_FIELDS and column is not None:
+                found.append((None, model._meta.db_table, column))
     return found
 
 
