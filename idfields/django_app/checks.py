@@ -75,7 +75,7 @@ def check_models(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
     models = _models(app_configs)
     messages: list[CheckMessage] = list(_narrow_foreign_keys(models))
     if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in _models(None)):
-        messages += _narrow_generic_keys(models)
+        messages += _narrow_generic_keys(models, kwargs.get("databases") or ())
     return messages
 
 
@@ -246,10 +246,14 @@ def _narrow_foreign_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
                 )
 
 
-def _bigint_in_database(model: type[Model], column: str | None) -> bool:
+def _bigint_in_database(model: type[Model], column: str | None, databases: Iterable[str]) -> bool:
     """Whether the column is bigint already (``WidenObjectId`` or a conversion widened it while
-    the field keeps its declared type); False when the database cannot say."""
-    connection = connections[router.db_for_write(model)]
+    the field keeps its declared type). Asked only of the databases the check may use (Django
+    passes them to ``migrate``'s checks); False when none may be asked or it cannot say."""
+    alias = router.db_for_write(model)
+    if alias not in databases:
+        return False
+    connection = connections[alias]
     try:
         with connection.cursor() as cursor:
             if model._meta.db_table not in connection.introspection.table_names(cursor):
@@ -267,7 +271,9 @@ def _bigint_in_database(model: type[Model], column: str | None) -> bool:
     )
 
 
-def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage]:
+def _narrow_generic_keys(
+    models: Iterable[type[Model]], databases: Iterable[str] = ()
+) -> Iterator[CheckMessage]:
     if not apps.is_installed("django.contrib.contenttypes"):
         return
     from django.contrib.contenttypes.fields import GenericForeignKey
@@ -279,7 +285,7 @@ def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
             object_id = model._meta.get_field(private.fk_field)
             kind = object_id.get_internal_type()
             if kind in NARROW_INTEGERS and not _bigint_in_database(
-                model, getattr(object_id, "column", None)
+                model, getattr(object_id, "column", None), databases
             ):
                 yield Error(
                     f"{model._meta.label}.{private.fk_field} (object_id of GenericForeignKey "

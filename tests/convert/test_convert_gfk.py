@@ -90,7 +90,7 @@ def test_widen_object_id_clears_e020(convapp: ConvApp) -> None:
     def e020() -> list[str]:
         return [
             str(message.obj)
-            for message in check_models([apps.get_app_config("gfkapp")])
+            for message in check_models([apps.get_app_config("gfkapp")], databases=[app.alias])
             if message.id == "idfields.E020"
         ]
 
