@@ -156,3 +156,15 @@ def test_django_mysql_gives_up_naming_the_holder(convapp: ConvApp, mysql_url: st
         reader.close()
     assert catalog("mysql", app.sql, tables) == before
     app.migrate("0002_convert")
+
+
+def test_introspection_alone_gives_up(pg: Run, blocker: Callable[[str], Blocker]) -> None:
+    """What run_online's caller does first: read the key (its max(id) waits for the lock)."""
+    pg_schema(pg)
+    holder = blocker("conv.lk")
+    timed_out(
+        lambda: convert.introspect(
+            "postgresql", lambda sql, p: pg(sql, *p), "lk", schema="conv", lock_timeout="2s"
+        ),
+        holder.pid,
+    )

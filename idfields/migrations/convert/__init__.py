@@ -86,9 +86,20 @@ def introspect(
     column: str = "id",
     schema: str | None = None,
     also: Sequence[tuple[str | None, str, str]] = (),
+    lock_timeout: str | None = None,
 ) -> KeyInfo:
     """Describe the key from the server's catalog; ``also`` names ``(schema, table, column)``
-    that hold its IDs without a foreign key (widened with it where not bigint yet)."""
+    that hold its IDs without a foreign key (widened with it where not bigint yet).
+
+    ``max(id)`` waits for a lock: with ``lock_timeout`` it gives up in time, raising
+    :class:`LockTimeout` (the operations set it for the whole operation instead).
+    """
+    if lock_timeout is not None:
+        with (
+            locks.named_blockers(dialect, query, table, schema, lock_timeout),
+            locks.bounded(dialect, query, lock_timeout),
+        ):
+            return introspect(dialect, query, table, column, schema, also)
     if check_dialect(dialect) == "postgresql":
         key = introspect_postgres(query, table, column, schema)
     else:
