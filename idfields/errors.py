@@ -27,6 +27,10 @@ class NodeNotConfigured(NodeError):
     """No node source is configured where several processes may run."""
 
 
+class GeneratorClosed(NodeError):
+    """The generator was closed: its node is given back, so it never issues again."""
+
+
 class ClockMovedBackwards(IdFieldsError, RuntimeError):
     """The clock is further behind the last issued ID than the generator may bridge."""
 
@@ -35,10 +39,22 @@ class LayoutExhausted(IdFieldsError, RuntimeError):
     """The layout's timestamp (or its space of generator/run ids) has run out."""
 
 
+class TablesMissing(NodeError):
+    """The idfields tables (node leases, launches, counters) are not in the database."""
+
+
+class IdFieldsWarning(UserWarning):
+    """Base class of every idfields warning."""
+
+
+class NarrowColumnWarning(IdFieldsWarning):
+    """A column that must hold idfields keys is narrower than BIGINT (a foreign key, say)."""
+
+
 class LockTimeout(IdFieldsError, RuntimeError):
     """A conversion gave up waiting for a lock; the message names the sessions holding it."""
 
 
-class UnwidenedIdColumn(UserWarning):
+class UnwidenedIdColumn(IdFieldsWarning):
     """An integer column looks as if it holds IDs of the key being converted, but is neither a
     foreign key nor listed to be widened with it (Alembic's ``also=[...]``)."""

@@ -280,8 +280,10 @@ def _narrow_generic_keys(
 
     for model in models:
         for private in model._meta.private_fields:
-            if not isinstance(private, GenericForeignKey):
-                continue
+            if not isinstance(private, GenericForeignKey) or getattr(
+                private, "mti_inherited", False
+            ):
+                continue  # a multi-table child's copy names its parent's column: reported there
             object_id = model._meta.get_field(private.fk_field)
             kind = object_id.get_internal_type()
             if kind in NARROW_INTEGERS and not _bigint_in_database(

@@ -5,6 +5,12 @@ must not roll back a lease, and a lease claim must not wait behind the request's
 adapter opens its own connection (``connections.create_connection``) per process, shared by the
 process's threads under a lock (claims and renewals are rare), and opens a new one in a forked
 child, never touching the parent's socket.
+
+SQLite lets one writer at a time: a lease written while this thread's own connection to the same
+file is inside a transaction would wait for that very transaction, and fail after the busy
+timeout with "database is locked". That case is refused at once with
+:class:`SQLiteTransactionOpen`, which names the cause; the app claims its leases when a
+connection opens (``warm_up``), before any transaction, so it stays rare.
 """
 
 from __future__ import annotations
@@ -20,8 +26,17 @@ from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from idfields.coordination import Result
+from idfields.errors import IdFieldsError
 
+PRIVATE_MARK = "_idfields_coordination"
 _live: weakref.WeakSet[DjangoDatabase] = weakref.WeakSet()
+
+
+class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
+    """A node lease must be written while this thread holds SQLite's single write slot.
+
+    Not a ``NodeError``: a renewal refused this way is retried later, outside the transaction.
+    """
 
 
 class DjangoDatabase:
@@ -42,6 +57,7 @@ class DjangoDatabase:
         return self._connection().vendor
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        self._refuse_inside_sqlite_transaction()
         with self._lock:
             wrapper = self._connection()
             try:
@@ -57,6 +73,7 @@ class DjangoDatabase:
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
+        self._refuse_inside_sqlite_transaction()
         with self._lock:
             wrapper = self._connection()
             wrapper.set_autocommit(False)
@@ -69,6 +86,19 @@ class DjangoDatabase:
             finally:
                 wrapper.set_autocommit(True)
 
+    def _refuse_inside_sqlite_transaction(self) -> None:
+        own = connections[self.alias]  # this thread's connection of the application
+        if own.vendor != "sqlite" or own.connection is None or not own.connection.in_transaction:
+            return
+        raise SQLiteTransactionOpen(
+            f"idfields must write its node lease to SQLite database {self.alias!r}, but this "
+            "thread is inside a transaction on it (transaction.atomic(), ATOMIC_REQUESTS), and "
+            "SQLite lets one writer at a time: the lease would wait for this very transaction "
+            "('database is locked'). Let the first ID of the process come before the "
+            "transaction (the app claims leases when a connection opens; see the README), or "
+            "set IDFIELDS = {'NODE_SOURCE': 'static', 'NODE': <unique per process>}"
+        )
+
     def close(self) -> None:
         """Close the private connection (it reopens on the next call)."""
         with self._lock:
@@ -79,6 +109,7 @@ class DjangoDatabase:
         if self._wrapper is None:
             wrapper = connections.create_connection(self.alias)
             wrapper.inc_thread_sharing()  # guarded by our lock
+            setattr(wrapper, PRIVATE_MARK, True)  # not a connection of the application
             self._wrapper = wrapper
         return self._wrapper
 

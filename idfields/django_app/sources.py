@@ -14,16 +14,17 @@ import weakref
 from typing import Any
 
 from django.core.signals import setting_changed
+from django.db import connections
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from idfields.coordination import DecimalSource, LeaseSource
 from idfields.django_app.conf import IdFieldsSettings, get_settings
 from idfields.django_app.coordination import DjangoDatabase
-from idfields.errors import LayoutError, NodeNotConfigured
+from idfields.errors import LayoutError, NodeError, NodeNotConfigured
 from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout
-from idfields.nodes import DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
+from idfields.nodes import Assignment, DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
 
 _generators: dict[str | Layout, IdSource] = {}  # by the argument callers pass
 _by_name: dict[str, IdSource] = {}  # one generator per layout, however it is named
@@ -69,6 +70,8 @@ def node_source(layout: Layout, settings: IdFieldsSettings | None = None) -> Nod
     settings = settings or get_settings()
     kind = settings.node_source
     if kind == "lease":
+        if _is_private(settings.database):
+            return _private_nodes
         database = coordination_database(settings.database)
         if layout.timestamp is None:
             return DecimalSource(database)
@@ -90,6 +93,58 @@ def node_source(layout: Layout, settings: IdFieldsSettings | None = None) -> Nod
         f"IDFIELDS['NODE_SOURCE'] = {kind!r} is unknown; use 'lease', 'static', 'env' or "
         "'development'"
     )
+
+
+class PrivateDatabaseNode:
+    """The node source of a database no other process can see (in-memory SQLite, such as
+    Django's test database): a lease there would buy nothing, and its second connection would
+    meet the first one's table locks ("database table is locked").
+
+    Every Node field at its minimum; a generator rebuilt in this process starts after what its
+    predecessor issued, and a layout without a timestamp takes the next generator id, so its
+    counter never restarts on used values. A forked child works on its own copy of the database
+    (Django's parallel runner clones it per worker), so it may use the same values.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._issued_until: dict[Layout, int] = {}
+        self._blocks: dict[Layout, int] = {}
+
+    def __repr__(self) -> str:
+        return "PrivateDatabaseNode()"
+
+    def acquire(self, layout: Layout) -> Assignment:
+        values = {placed.name: placed.minimum for placed in layout.node_fields}
+        with self._lock:
+            if layout.timestamp is None and layout.node_fields:
+                first = layout.node_fields[0]
+                block = self._blocks.get(layout, first.minimum - 1) + 1
+                if block > first.maximum:
+                    raise NodeError(
+                        f"layout {layout.name!r} used all {first.size} values of {first.name} "
+                        "in this process's private database; restart the process"
+                    )
+                values[first.name] = self._blocks[layout] = block
+            fence = self._issued_until.get(layout, 0)
+
+        def release(issued_until_ns: int) -> None:
+            with self._lock:
+                self._issued_until[layout] = max(self._issued_until.get(layout, 0), issued_until_ns)
+
+        return Assignment(values, not_before_ns=fence, release=release)
+
+
+_private_nodes = PrivateDatabaseNode()
+
+
+def _is_private(alias: str) -> bool:
+    """True for an in-memory SQLite database: it lives in this process alone."""
+    if alias not in connections:
+        return False
+    connection = connections[alias]
+    is_in_memory_db = getattr(connection.creation, "is_in_memory_db", None)
+    return bool(is_in_memory_db and is_in_memory_db(connection.settings_dict["NAME"]))
 
 
 def _create(key: str | Layout) -> IdSource:

@@ -44,12 +44,11 @@ def django_db_modify_db_settings(request: pytest.FixtureRequest) -> None:
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """The migrated test databases, plus a recorded launch (DecimalId needs one)."""
     from idfields.coordination import record_launch
-    from idfields.django_app.sources import coordination_database, reset
+    from idfields.django_app.sources import coordination_database
 
     with django_db_blocker.unblock():
         record_launch(coordination_database(), "idfields django tests")
-        yield
-        reset()  # release the leases and close the private connection before the drop
+    yield  # the app itself releases the leases, and closes their connection, before the drop
 
 
 @pytest.fixture(autouse=True)
