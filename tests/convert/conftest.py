@@ -69,7 +69,12 @@ def my(mysql_url: str) -> Iterator[Callable[..., Rows]]:
 
 
 _CONVAPP_TABLES = ("child", "parent_tags", "parent", "tag", "account")
-_TABLES = (*(f"convapp_{table}" for table in _CONVAPP_TABLES), "gfkapp_taggeditem")
+# gfkapp's migration brings contenttypes' table into the session database: it goes too.
+_TABLES = (
+    *(f"convapp_{table}" for table in _CONVAPP_TABLES),
+    "gfkapp_taggeditem",
+    "django_content_type",
+)
 
 
 @pytest.fixture
@@ -107,7 +112,10 @@ def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[
                 cursor.execute(f"DROP TABLE IF EXISTS {drop}")
                 if vendor == "mysql":
                     cursor.execute("SET foreign_key_checks = 1")
-                cursor.execute("DELETE FROM django_migrations WHERE app IN ('convapp', 'gfkapp')")
+                cursor.execute(
+                    "DELETE FROM django_migrations "
+                    "WHERE app IN ('convapp', 'gfkapp', 'contenttypes')"
+                )
             app.connection.close()
             del connections[alias]
             del connections.settings[alias]

@@ -205,6 +205,14 @@ def my_tables(my: Run) -> Iterator[Run]:
     drop_tables(my)
 
 
+def my_rejects(my: Run, sql: str) -> None:
+    """A duplicate key (1062) or an orphan (1452); by number: another suite may re-import
+    PyMySQL, so its exception classes are not always the ones imported here."""
+    with pytest.raises(Exception) as raised:
+        my(sql)
+    assert raised.value.args[0] in (1062, 1452), raised.value
+
+
 def my_run(my: Run, statements: tuple[convert.Statement, ...]) -> None:
     for statement in statements:
         my(statement.sql)
@@ -219,8 +227,7 @@ def test_mysql_catalog_unchanged(my_tables: Run) -> None:
     after = catalog("mysql", my, MYSQL_TABLES)
     assert after == before, diff(before, after)
     for bad in ("INSERT INTO cat_pt VALUES (1, 1)", "INSERT INTO cat_child VALUES (99999, 'o')"):
-        with pytest.raises(pymysql.err.IntegrityError):
-            my(bad)
+        my_rejects(my, bad)
     key = convert.introspect("mysql", lambda sql, p: my(sql, *p), "cat_p")
     my_run(my, convert.backwards(key, convert.Target.of("snowflake")))
     back = catalog("mysql", my, MYSQL_TABLES)
@@ -292,7 +299,6 @@ def test_mysql_failure_at_every_step_then_rerun(my_tables: Run, mysql_url: str) 
             "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() "
             "AND TABLE_NAME LIKE 'cat%%' AND DATA_TYPE = 'int'"
         ) == [(4,)], f"after {stop}"  # cat_t.id, cat_pt.t_id, cat_profile.id, cat_note.id
-        with pytest.raises(pymysql.err.IntegrityError):
-            my("INSERT INTO cat_child VALUES (99999, 'orphan')")
+        my_rejects(my, "INSERT INTO cat_child VALUES (99999, 'orphan')")
         drop_tables(my)
         my_schema(my)
