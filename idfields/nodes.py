@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from idfields import forking
 from idfields.errors import NodeError, NodeNotConfigured, ValueOutOfRange
 from idfields.layouts import Layout, Node, PlacedField
 
@@ -34,6 +35,8 @@ class Assignment:
       which returns the new ``(renew_after_ns, valid_until_ns)`` or raises NodeError when the
       lease was lost; the generator then takes a new node.
     - ``release(issued_until_ns)`` gives the node back, saying how far the holder issued.
+    - ``max_skew_ns`` caps how far the generator may run ahead of its clock: a source that
+      fences a dead holder by its clock plus this bound (a reclaimed lease) relies on it.
     """
 
     values: Mapping[str, int]
@@ -42,6 +45,7 @@ class Assignment:
     renew_after_ns: int | None = None
     renew: Callable[[], tuple[int, int]] | None = field(default=None, compare=False)
     release: Callable[[int], None] | None = field(default=None, compare=False)
+    max_skew_ns: int | None = None
 
 
 @runtime_checkable
@@ -100,9 +104,9 @@ class _FixedClaims:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._issued_until: dict[tuple[Layout, tuple[tuple[str, int], ...]], int] = {}
-        os.register_at_fork(after_in_child=self._after_fork)
+        forking.track(self)
 
-    def _after_fork(self) -> None:
+    def forked(self) -> None:
         self._lock = threading.Lock()  # the parent's may have been held by another thread
 
     def claim(self, layout: Layout, values: dict[str, int], description: str) -> Assignment:

@@ -14,29 +14,56 @@ Candidates are tried in random order, so many processes starting at once spread 
 space instead of all racing for node 0. A clean exit releases the row (its expiry drops to what
 the holder really issued), so restarts reuse nodes and never exhaust the space; a killed
 process's row lapses ``ttl`` after its last renewal.
+
+Rows are keyed by the layout's identity (:attr:`Layout.lease_key`: the bare name of a built-in,
+``name#<fingerprint>`` of a user layout), not its name. A layout changed under its old name
+during a rolling deploy (Node 8 / Sequence 14 to Node 10 / Sequence 12) packs its fields
+differently, so no choice of distinct node numbers keeps the two apart: while live processes
+hold a node of the same name under another key, the claim is refused, naming the fix. The check
+runs after the claim as well, so of two processes of different layouts starting at once at
+least one sees the other and gives its node back.
+
+Crash loops: when no node is free, a row whose holder is provably dead is reclaimed at once
+instead of after the ttl: an app process on this host (same host and boot, its pid gone or
+reused; see ``holders``), or a PostgreSQL backend gone from ``pg_stat_activity``. The dead
+holder issued nothing after its death, and every leased generator runs at most
+``LEASE_MAX_SKEW_MS`` ahead of its clock (the assignment caps it; the SQL functions too), so the
+new holder is fenced at ``min(expiry, now + LEASE_MAX_SKEW_MS)`` on the dead holder's own clock
+(this host's, or the server's): later than any ID it could have issued. That needs the clock not
+to have stepped back since its last ID, so only rows whose claim and last renewal are not in
+that clock's future are reclaimed (processes of one host share the ttl setting, which dates the
+renewal).
+
+A database error backs the source off (0.1 s, doubling up to 10 s) before its next attempt, so
+a generator that lost its lease during an outage retries instead of hammering the database or
+giving up.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import random
-import secrets
-import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from idfields.coordination import holders
 from idfields.coordination.database import Database, check_length, insert_if_absent
 from idfields.errors import NodeError
 from idfields.layouts import Layout, PlacedField
+from idfields.metrics import emit
 from idfields.nodes import Assignment
 
 logger = logging.getLogger("idfields.coordination")
 
 _NS_PER_MS = 1_000_000
 _PROBES = 32  # random nodes tried before enumerating the whole space
+LEASE_MAX_SKEW_MS = 1000  # run-ahead cap of leased generators (and of the SQL functions)
+DATABASE_LEASE_MS = 2000  # the SQL functions' lease: a backend renews to now + this
+_FIRST_BACKOFF_MS = 100
+_MAX_BACKOFF_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -73,36 +100,143 @@ class LeaseSource:
         self._ttl_ms = round(ttl_s * 1000)
         self._holder = holder
         self._clock = clock
+        self._backoff = _Backoff()
 
     def __repr__(self) -> str:
         return f"LeaseSource(ttl_s={self._ttl_ms / 1000})"
 
     def acquire(self, layout: Layout) -> Assignment:
         placed = _lease_field(layout)
-        name = check_length("layout name", layout.name, 64)
+        self._backoff.check(self._now_ms())
+        started = time.perf_counter()
+        try:
+            lease = self._acquire(layout, placed)
+        except NodeError:  # the node space, not the database: nothing to back off from
+            raise
+        except Exception as error:
+            emit("lease.failed", layout=layout.lease_key)
+            self._backoff.failed(self._now_ms(), error)
+            raise
+        self._backoff.succeeded()
+        emit(
+            "lease.claimed",
+            time.perf_counter() - started,
+            layout=lease.layout,
+            node=str(lease.node),
+            reclaimed=str(lease.reclaimed).lower(),
+        )
+        return lease.assignment(placed.name)
+
+    def _acquire(self, layout: Layout, placed: PlacedField) -> _Lease:
+        key = check_length("layout lease key", layout.lease_key, 64)
         holder = self._holder_name()
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
-            rows = self._database.execute(
-                "SELECT node, expires_at_ms FROM idfields_node_lease WHERE layout = %s", [name]
-            ).rows
-            expiries = {int(node): int(expires) for node, expires in rows}
+            rows, fence = self._own_rows(layout, key, now)
+            expiries = {row.node: row.expires for row in rows}
             for node in _candidates(placed, expiries, now):
-                lease = self._claim(name, node, expiries.get(node), holder, now)
+                old_expiry = expiries.get(node)
+                lease = self._claim(key, node, old_expiry, holder, now, max(old_expiry or 0, fence))
                 if lease is not None:
-                    return lease.assignment(placed.name)
+                    self._check_no_other_layout(layout, key, lease)
+                    return lease
+            lease = self._reclaim(key, rows, holder, now, fence)
+            if lease is not None:
+                self._check_no_other_layout(layout, key, lease)
+                return lease
         live = sum(1 for expires in expiries.values() if expires >= now)
         raise NodeError(
-            f"no free node for layout {name!r}: {live} of its {placed.size} nodes "
+            f"no free node for layout {layout.name!r}: {live} of its {placed.size} nodes "
             f"({placed.minimum}..{placed.maximum}) are leased by live processes. Run fewer "
             f"processes per layout, wait up to {self._ttl_ms / 1000:g} s for the leases of dead "
             "ones to lapse, or use a layout with a wider node field; the lease table "
             "(manage.py idfields_nodes, or list_leases()) shows the holders"
         )
 
-    def _claim(
-        self, layout: str, node: int, old_expiry: int | None, holder: str, now: int
+    def _own_rows(self, layout: Layout, key: str, now: int) -> tuple[list[_Row], int]:
+        """The node rows of ``key``, and the fence of every other layout of the same name (the
+        last time any of them may have issued); refuses while one is live."""
+        own: list[_Row] = []
+        fence = 0
+        for row in self._same_name_rows(layout):
+            if row.key == key:
+                own.append(row)
+            elif row.holder and row.expires >= now:
+                raise self._other_layout(layout, row.key, row.node)
+            else:
+                fence = max(fence, row.expires)
+        return own, fence
+
+    def _reclaim(
+        self, key: str, rows: list[_Row], holder: str, now: int, fence: int
     ) -> _Lease | None:
+        """Take a node whose holder is provably dead, fenced after anything it could have issued.
+
+        App holders: dead on this host (same boot, pid gone or reused), judged on our clock.
+        Database backends: their pid gone from ``pg_stat_activity``, judged on the server's
+        clock, which is the one they issued on.
+        """
+        backends = _backends(self._database, rows)
+        for row in rows:
+            who = holders.parse(row.holder)
+            if who.kind == "database" and backends is not None:
+                live_pids, clock = backends
+                dead, renewed = who.pid not in live_pids, row.expires - DATABASE_LEASE_MS
+            else:
+                dead, clock = who.is_dead_here(), now
+                renewed = row.expires - self._ttl_ms  # its last renewal, if it shared our ttl
+            if dead and max(row.acquired, renewed) <= clock:
+                behind = max(min(row.expires, clock + LEASE_MAX_SKEW_MS), fence)
+                lease = self._claim(key, row.node, row.expires, holder, now, behind)
+                if lease is not None:
+                    return lease
+        return None
+
+    def _check_no_other_layout(self, layout: Layout, key: str, lease: _Lease) -> None:
+        """After a claim: a process of another layout of this name that claimed at the same
+        time is seen now (its claim committed before our check, or ours before its check)."""
+        try:
+            self._own_rows(layout, key, self._now_ms())
+        except NodeError:
+            lease.release(0)
+            raise
+
+    def _same_name_rows(self, layout: Layout) -> list[_Row]:
+        """Lease rows of every layout named like ``layout`` (bare name or ``name#...``)."""
+        bare = layout.lease_key.partition("#")[0]
+        where, params = _named(bare)
+        rows = self._database.execute(
+            "SELECT layout, node, holder, acquired_at_ms, expires_at_ms "  # noqa: S608
+            f"FROM idfields_node_lease WHERE {where}",
+            params,
+        ).rows
+        return [
+            _Row(str(key), int(node), str(holder), int(acquired), int(expires))
+            for key, node, holder, acquired, expires in rows
+            if _is_named(str(key), bare)
+        ]
+
+    def _other_layout(self, layout: Layout, key: str, node: int) -> NodeError:
+        return NodeError(
+            f"layout {layout.name!r} (lease key {layout.lease_key!r}) differs from the layout "
+            f"of that name that live processes use (lease key {key!r}, node {node}): IDs of "
+            "two layouts packed differently would overlap. Keep the old layout until every "
+            "process using it has stopped (leases end at exit, or lapse within "
+            f"{self._ttl_ms / 1000:g} s of a crash), then start the new one; manage.py "
+            "idfields_nodes (or list_leases()) shows the holders"
+        )
+
+    def _claim(
+        self,
+        layout: str,
+        node: int,
+        old_expiry: int | None,
+        holder: str,
+        now: int,
+        fence: int | None = None,
+    ) -> _Lease | None:
+        """Take ``node`` if its row still has ``old_expiry``; fenced at ``fence`` (default: that
+        expiry, the latest time its previous holder may have issued)."""
         expires = now + self._ttl_ms
         if old_expiry is None:
             won = insert_if_absent(
@@ -122,14 +256,60 @@ class LeaseSource:
             )
         if not won:
             return None
-        return _Lease(self, layout, node, holder, now, expires, fence_ms=old_expiry or 0)
+        if fence is None:
+            fence = old_expiry or 0
+        reclaimed = fence < (old_expiry or 0)
+        return _Lease(self, layout, node, holder, now, expires, fence, reclaimed)
 
     def _holder_name(self) -> str:
-        base = self._holder or f"{socket.gethostname()[:200]}:{os.getpid()}"
-        return check_length("lease holder", f"{base}:{secrets.token_hex(4)}", 255)
+        return check_length("lease holder", holders.this_process(self._holder), 255)
 
     def _now_ms(self) -> int:
         return self._clock() // _NS_PER_MS
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A lease row as a claim reads it."""
+
+    key: str
+    node: int
+    holder: str
+    acquired: int
+    expires: int
+
+
+class _Backoff:
+    """After a database error, no attempt before a delay that doubles up to 10 s; thread-safe,
+    so the generators of several layouts sharing a source back off together."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._delay_ms = 0
+        self._retry_at_ms = 0
+        self._error: Exception | None = None
+
+    def check(self, now_ms: int) -> None:
+        with self._lock:
+            if self._error is None or now_ms >= self._retry_at_ms:
+                return
+            wait_s, error = (self._retry_at_ms - now_ms) / 1000, self._error
+        raise NodeError(
+            f"node leases are unavailable: the database failed ({error!r}); the next attempt "
+            f"is in {wait_s:.3f} s (back-off up to {_MAX_BACKOFF_MS / 1000:g} s). Check the "
+            "database connection; no ID was issued"
+        ) from error
+
+    def failed(self, now_ms: int, error: Exception) -> None:
+        with self._lock:
+            self._delay_ms = min(max(2 * self._delay_ms, _FIRST_BACKOFF_MS), _MAX_BACKOFF_MS)
+            self._retry_at_ms = now_ms + self._delay_ms
+            self._error = error
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._delay_ms = 0
+            self._error = None
 
 
 class _Lease:
@@ -144,10 +324,12 @@ class _Lease:
         now: int,
         expires: int,
         fence_ms: int,
+        reclaimed: bool,
     ) -> None:
         self._source = source
-        self._layout = layout
-        self._node = node
+        self.layout = layout
+        self.node = node
+        self.reclaimed = reclaimed
         self._holder = holder
         self._expires = expires
         self._renewed = now
@@ -155,12 +337,13 @@ class _Lease:
 
     def assignment(self, field: str) -> Assignment:
         return Assignment(
-            {field: self._node},
+            {field: self.node},
             not_before_ns=self._fence_ms * _NS_PER_MS,
             valid_until_ns=self._expires * _NS_PER_MS,
             renew_after_ns=self._renew_after_ns(),
             renew=self.renew,
             release=self.release,
+            max_skew_ns=LEASE_MAX_SKEW_MS * _NS_PER_MS,
         )
 
     def _renew_after_ns(self) -> int:
@@ -169,21 +352,30 @@ class _Lease:
     def renew(self) -> tuple[int, int]:
         """Extend the lease; NodeError if another process took it meanwhile."""
         now = self._source._now_ms()
+        started = time.perf_counter()
         # Never shorten the promise: a clock that stepped back must not free timestamps we used.
         expires = max(self._expires, now + self._source._ttl_ms)
-        matched = self._source._database.execute(
-            "UPDATE idfields_node_lease SET expires_at_ms = %s "
-            "WHERE layout = %s AND node = %s AND holder = %s",
-            [expires, self._layout, self._node, self._holder],
-        ).rowcount
+        try:
+            matched = self._source._database.execute(
+                "UPDATE idfields_node_lease SET expires_at_ms = %s "
+                "WHERE layout = %s AND node = %s AND holder = %s",
+                [expires, self.layout, self.node, self._holder],
+            ).rowcount
+        except Exception:
+            emit("lease.failed", layout=self.layout)
+            raise
         if matched != 1:
+            emit("lease.lost", layout=self.layout, node=str(self.node))
             raise NodeError(
-                f"lease lost: node {self._node} of layout {self._layout!r} lapsed "
+                f"lease lost: node {self.node} of layout {self.layout!r} lapsed "
                 f"(at {self._expires} ms) and another process holds it now; this generator "
                 "takes another node. Renewals failed for longer than the lease ttl: check the "
                 "database connection"
             )
         self._expires, self._renewed = expires, now
+        emit(
+            "lease.renewed", time.perf_counter() - started, layout=self.layout, node=str(self.node)
+        )
         return self._renew_after_ns(), expires * _NS_PER_MS
 
     def release(self, issued_until_ns: int) -> None:
@@ -193,13 +385,13 @@ class _Lease:
             self._source._database.execute(
                 "UPDATE idfields_node_lease SET holder = %s, expires_at_ms = %s "
                 "WHERE layout = %s AND node = %s AND holder = %s",
-                ["", min(until, self._expires), self._layout, self._node, self._holder],
+                ["", min(until, self._expires), self.layout, self.node, self._holder],
             )
         except Exception:  # the lease lapses after its ttl anyway; other leases still release
             logger.warning(
                 "could not release node %s of layout %r; it lapses at its expiry",
-                self._node,
-                self._layout,
+                self.node,
+                self.layout,
                 exc_info=True,
             )
 
@@ -207,14 +399,20 @@ class _Lease:
 def list_leases(
     database: Database, layout: str | None = None, *, now_ns: int | None = None
 ) -> list[LeaseInfo]:
-    """Who holds which node, since and until when (released and lapsed rows are not live)."""
+    """Who holds which node, since and until when (released and lapsed rows are not live).
+
+    ``layout`` is a layout name: the rows of every layout of that name (``LeaseInfo.layout``
+    is the lease key, ``name#<fingerprint>`` for a user layout).
+    """
     sql = "SELECT layout, node, holder, acquired_at_ms, expires_at_ms FROM idfields_node_lease"
     params: list[object] = []
     if layout is not None:
-        sql += " WHERE layout = %s"
-        params.append(layout)
+        where, params = _named(layout)
+        sql += f" WHERE {where}"
     now = (time.time_ns() if now_ns is None else now_ns) // _NS_PER_MS
     rows = database.execute(sql + " ORDER BY layout, node", params).rows
+    if layout is not None:
+        rows = [row for row in rows if _is_named(str(row[0]), layout)]
     return [
         LeaseInfo(
             str(name),
@@ -226,6 +424,28 @@ def list_leases(
         )
         for name, node, holder, acquired, expires in rows
     ]
+
+
+def _backends(database: Database, rows: list[_Row]) -> tuple[set[int], int] | None:
+    """PostgreSQL's live backend pids and its clock (ms), when a database backend holds a row."""
+    if database.vendor != "postgresql" or not any(
+        holders.parse(row.holder).kind == "database" for row in rows
+    ):
+        return None
+    found = database.execute(
+        "SELECT pid, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM pg_stat_activity"
+    ).rows
+    return {int(pid) for pid, _ in found}, max(int(clock) for _, clock in found)
+
+
+def _named(name: str) -> tuple[str, list[object]]:
+    """A WHERE clause matching the lease keys of layouts named ``name``; check with _is_named."""
+    pattern = name.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "#%"
+    return "layout = %s OR layout LIKE %s ESCAPE '!'", [name, pattern]
+
+
+def _is_named(key: str, name: str) -> bool:
+    return key == name or key.startswith(name + "#")  # exact: LIKE may ignore case (MySQL)
 
 
 def _datetime(ms: int) -> datetime:

@@ -7,8 +7,10 @@ Settings:
 - ``idfields.E003`` NODE_SOURCE "static" without NODE;
 - ``idfields.E004`` NODE is out of range for a layout in use;
 - ``idfields.E005`` NODE_SOURCE "development" in production (two processes, one node);
-- ``idfields.E006`` NODE_SOURCE "lease" names a DATABASE alias that does not exist;
+- ``idfields.E006`` DATABASE names an alias that is not in DATABASES;
 - ``idfields.E007`` LAYOUT or a LAYOUTS entry cannot be resolved;
+- ``idfields.E008`` IDFIELDS is not a dict, or a value has the wrong type or is out of range
+  (``LEASE_TTL: "60"``, ``JS_SAFE: "no"``); the value is ignored until fixed;
 - ``idfields.W001`` NODE_SOURCE "env" and this process has no node variable;
 - ``idfields.W002`` a layout in use runs out within 10 years;
 - ``idfields.W003`` JS_SAFE is set but a layout in use makes IDs above 2**53-1.
@@ -36,8 +38,10 @@ from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
 from django.db.models import BigIntegerField, ForeignObject, Model
 
+from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+from idfields.django_app.sources import coordination_database
 from idfields.errors import IdFieldsError
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
@@ -61,7 +65,12 @@ _SETTING = "the IDFIELDS setting"
 def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
     """Validate IDFIELDS against the layouts the project uses."""
     settings = get_settings()
-    messages: list[CheckMessage] = [*_unknown_keys(settings), *_node_source(settings)]
+    messages: list[CheckMessage] = [
+        *_unknown_keys(settings),
+        *_invalid_values(settings),
+        *_node_source(settings),
+        *_database(settings),
+    ]
     layouts, errors = _layouts_in_use(settings)
     messages += errors
     for layout in layouts:
@@ -86,6 +95,28 @@ def _unknown_keys(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
             hint="Fix the spelling or remove it; the keys are listed in idfields.django_app.conf.",
             obj=_SETTING,
             id="idfields.E001",
+        )
+
+
+def _invalid_values(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
+    for problem in settings.problems:
+        yield Error(
+            problem,
+            hint="Until it is fixed idfields refuses to make IDs; the keys and their types are "
+            "listed in idfields.django_app.conf.",
+            obj=_SETTING,
+            id="idfields.E008",
+        )
+
+
+def _database(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
+    if settings.database not in django_settings.DATABASES:
+        yield Error(
+            f"IDFIELDS['DATABASE'] = {settings.database!r} is not in DATABASES, so no node "
+            "lease, launch or counter can be read or written.",
+            hint=f"Use one of {', '.join(map(repr, django_settings.DATABASES))}.",
+            obj=_SETTING,
+            id="idfields.E006",
         )
 
 
@@ -114,14 +145,6 @@ def _node_source(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
             "IDFIELDS_DEVELOPMENT=1 marks a single-process developer setup.",
             obj=_SETTING,
             id="idfields.E005",
-        )
-    elif source == "lease" and settings.database not in django_settings.DATABASES:
-        yield Error(
-            f"IDFIELDS['DATABASE'] = {settings.database!r} is not in DATABASES, so no node "
-            "lease can be taken.",
-            hint=f"Use one of {', '.join(map(repr, django_settings.DATABASES))}.",
-            obj=_SETTING,
-            id="idfields.E006",
         )
 
 
@@ -300,3 +323,41 @@ def _narrow_generic_keys(
                     obj=object_id,
                     id="idfields.E020",
                 )
+
+
+@register(Tags.database)
+def check_launch_room(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[Any]:
+    """DecimalId: warn once the current launch has used more than half its generator ids.
+
+    Every process, and every database backend calling ``next_decimalid()``, takes a generator id
+    of the launch for good (a counter cannot be fenced by time), so connection churn uses them up.
+    """
+    settings = get_settings()
+    if not databases or settings.database not in databases:
+        return []
+    layouts, _ = _layouts_in_use(settings)
+    messages: list[CheckMessage] = []
+    for layout in layouts:
+        if layout.timestamp is not None:
+            continue
+        try:
+            room = launch_room(coordination_database(), layout)
+        except (IdFieldsError, DatabaseError):
+            continue  # no launch yet, or no tables: other checks and migrate say so
+        if room.generators_used * 2 > room.generators_total:
+            messages.append(
+                Warning(
+                    f"launch {room.launch} of layout {layout.name!r} has used "
+                    f"{room.generators_used:,} of its {room.generators_total:,} generator ids "
+                    "(one per process start and per database backend that generates).",
+                    hint="Record a new launch (manage.py idfields_launch) at the next deploy, "
+                    "and pool database connections that call next_decimalid().",
+                    obj=_SETTING,
+                    id="idfields.W020",
+                )
+            )
+    return messages

@@ -15,9 +15,7 @@ connection opens (``warm_up``), before any transaction, so it stays rare.
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -25,11 +23,11 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from idfields import forking
 from idfields.coordination import Result
 from idfields.errors import IdFieldsError
 
 PRIVATE_MARK = "_idfields_coordination"
-_live: weakref.WeakSet[DjangoDatabase] = weakref.WeakSet()
 
 
 class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
@@ -47,7 +45,7 @@ class DjangoDatabase:
         self._lock = threading.RLock()
         self._wrapper: BaseDatabaseWrapper | None = None
         self._inherited: list[BaseDatabaseWrapper] = []
-        _live.add(self)
+        forking.track(self)
 
     def __repr__(self) -> str:
         return f"DjangoDatabase({self.alias!r})"
@@ -113,18 +111,10 @@ class DjangoDatabase:
             self._wrapper = wrapper
         return self._wrapper
 
-    def _forked(self) -> None:
+    def forked(self) -> None:
         # The parent's connection is kept, unused and unclosed: closing or collecting it here
         # would end the parent's session on the shared socket.
         if self._wrapper is not None:
             self._inherited.append(self._wrapper)
         self._wrapper = None
         self._lock = threading.RLock()
-
-
-def _after_fork_in_child() -> None:
-    for database in list(_live):
-        database._forked()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -33,9 +33,9 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigAutoField, BigIntegerField, ForeignObject, Func, Model
 
+from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
-from idfields.django_app.sources import bind_source
-from idfields.errors import IdFieldsError
+from idfields.errors import GeneratorClosed, IdFieldsError
 from idfields.layouts import MAX_ID, Layout
 
 APP = "app"
@@ -170,7 +170,10 @@ class KSortedFieldMixin:
 
     def next_id(self) -> int:
         """The next ID of this field's layout, from the process's generator."""
-        return self._make_id()
+        try:
+            return self._make_id()
+        except GeneratorClosed:  # a settings change closed the one this thread had in hand
+            return KSortedFieldMixin._make_id(self)
 
     # The per-row hot path of save() and bulk_create(): one attribute lookup and the generator.
 
@@ -181,7 +184,7 @@ class KSortedFieldMixin:
         lookup; ``sources.reset()`` (on a settings change) deletes it, and the next row lands
         here again.
         """
-        return bind_source(self, "_make_id", self.layout_name or get_settings().layout)()
+        return sources.next_id(self, "_make_id", self.layout_name or get_settings().layout)
 
     def __copy__(self) -> Any:
         # Field.__copy__ copies __dict__: a copy must bind its own generator, or reset() would
@@ -194,7 +197,7 @@ class KSortedFieldMixin:
         # Called by save() and bulk_create() for a pk that is not set yet.
         if self.generation != APP or self.keeps_migration_log:
             return None
-        value = self._make_id()
+        value = self.next_id()
         vars(instance._state)[GENERATED_PK] = value  # has_default() looks for it
         return value
 
@@ -216,7 +219,7 @@ class KSortedFieldMixin:
     def pre_save(self, model_instance: Model, add: bool) -> Any:
         value = getattr(model_instance, self.attname)
         if value is None and add and self.generation == APP:
-            value = self._make_id()
+            value = self.next_id()
             setattr(model_instance, self.attname, value)
         return value
 

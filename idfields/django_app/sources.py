@@ -1,18 +1,19 @@
-"""One generator per layout per process, with the node source the ``IDFIELDS`` setting names.
+"""The ``IDFIELDS`` setting as a configurator of the process's ID sources (``idfields.registry``).
 
 Fields take theirs with :func:`bind_source`, which also stores it on the field: the per-row hot
-path is then one attribute lookup and the call. The first call builds the generator lazily
+path is then one attribute lookup and the call. The first call builds the source lazily
 (settings are read then, never at import time); a ``setting_changed`` for IDFIELDS or DATABASES
-closes the generators (releasing their leases) and unbinds them, so the next call builds them
-afresh.
+hands over under the registry's lock: the old generators are closed (their nodes fenced and
+released) and unbound before any new one claims a node.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.db import connections
 from django.dispatch import receiver
@@ -25,40 +26,34 @@ from idfields.errors import LayoutError, NodeError, NodeNotConfigured
 from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout
 from idfields.nodes import Assignment, DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
+from idfields.registry import SourceRegistry
 
-_generators: dict[str | Layout, IdSource] = {}  # by the argument callers pass
-_by_name: dict[str, IdSource] = {}  # one generator per layout, however it is named
 _databases: dict[str, DjangoDatabase] = {}
-_bound: list[tuple[weakref.ref[Any], str]] = []  # (holder, attribute) set by bind_source()
-_lock = threading.Lock()
 
 
 def generator_for(layout: str | Layout) -> IdSource:
     """The process's generator for ``layout`` (a layout name or a Layout)."""
-    try:
-        return _generators[layout]
-    except KeyError:
-        return _create(layout)
+    return _registry.get(layout)
 
 
 def bind_source(holder: object, attribute: str, layout: str | Layout) -> IdSource:
-    """:func:`generator_for` ``layout``, also stored as ``holder.<attribute>`` until reset().
+    """:func:`generator_for` ``layout``, also stored as ``holder.<attribute>`` until reset()."""
+    return _registry.bind(holder, attribute, layout)
 
-    The attribute is set under the lock, and only while the generator is still the current one,
-    so a concurrent reset() never leaves a closed generator bound.
-    """
-    while True:
-        source = generator_for(layout)
-        with _lock:
-            if _generators.get(layout) is source:
-                setattr(holder, attribute, source)
-                _bound.append((weakref.ref(holder), attribute))
-                return source
+
+def next_id(holder: object, attribute: str, layout: str | Layout) -> int:
+    """The next ID of ``layout``, binding its source to ``holder`` (see ``SourceRegistry``)."""
+    return _registry.next_id(holder, attribute, layout)
 
 
 def coordination_database(alias: str | None = None) -> DjangoDatabase:
     """The coordination adapter of ``alias`` (default: ``IDFIELDS['DATABASE']``), one per alias."""
     alias = alias or get_settings().database
+    if alias not in django_settings.DATABASES:
+        raise ImproperlyConfigured(
+            f"IDFIELDS['DATABASE'] = {alias!r} is not in DATABASES; name one of "
+            f"{', '.join(map(repr, django_settings.DATABASES))} (manage.py check says so too)"
+        )
     database = _databases.get(alias)
     if database is None:
         database = _databases.setdefault(alias, DjangoDatabase(alias))
@@ -147,25 +142,18 @@ def _is_private(alias: str) -> bool:
     return bool(is_in_memory_db and is_in_memory_db(connection.settings_dict["NAME"]))
 
 
-def _create(key: str | Layout) -> IdSource:
-    with _lock:
-        settings = get_settings()
-        layout = settings.resolve_layout(key)
-        generator = _by_name.get(layout.name)
-        if generator is None:
-            generator = _build(layout, settings)
-            _by_name[layout.name] = generator
-        elif generator.layout != layout:
-            raise LayoutError(
-                f"two different layouts are named {layout.name!r} (leases and reports key "
-                "layouts by name); give each layout a name of its own"
-            )
-        _generators[key] = generator
-        return generator
+def _resolve(key: str | Layout) -> Layout:
+    return get_settings().resolve_layout(key)
 
 
-def _build(layout: Layout, settings: IdFieldsSettings) -> IdSource:
+def _build(layout: Layout) -> IdSource:
     """The in-process generator, or the ID source ``IDFIELDS['GENERATORS']`` names (Redis...)."""
+    settings = get_settings()
+    if settings.problems:
+        raise ImproperlyConfigured(
+            f"idfields makes no ID from invalid settings: {'; '.join(settings.problems)} "
+            "(manage.py check lists them as idfields.E008)"
+        )
     factory = settings.generators.get(layout.name)
     if factory is None:
         options: dict[str, Any] = {}
@@ -182,22 +170,18 @@ def _build(layout: Layout, settings: IdFieldsSettings) -> IdSource:
     return made
 
 
+_registry = SourceRegistry(_resolve, _build)
+
+
 def reset() -> None:
     """Close every generator (releasing leases) and connection, and unbind them from their
-    holders; the next call rebuilds them."""
-    with _lock:
-        generators = list(_by_name.values())
-        _generators.clear()
-        _by_name.clear()
-        for holder_ref, attribute in _bound:
-            holder = holder_ref()
-            if holder is not None:
-                vars(holder).pop(attribute, None)
-        _bound.clear()
-        databases = list(_databases.values())
-        _databases.clear()
-    for generator in generators:
-        generator.close()
+    holders, under the registry's lock; the next call rebuilds them."""
+    _registry.replace(_close_databases)
+
+
+def _close_databases() -> None:
+    databases = list(_databases.values())
+    _databases.clear()
     for database in databases:
         database.close()
 
