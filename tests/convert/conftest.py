@@ -31,8 +31,9 @@ def pg(postgres_url: str) -> Iterator[Callable[..., Rows]]:
 
 
 @pytest.fixture
-def id_functions(pg: Callable[..., Rows]) -> None:
-    """The PL/pgSQL ID functions (``generation="db"``) and the lease table they use."""
+def id_functions(pg: Callable[..., Rows]) -> Iterator[None]:
+    """The PL/pgSQL ID functions (``generation="db"``) and the lease table they use; the
+    functions go after (a view of theirs would keep other suites from dropping the table)."""
     from idfields import sql
 
     pg(
@@ -42,6 +43,10 @@ def id_functions(pg: Callable[..., Rows]) -> None:
         "CONSTRAINT idfields_node_lease_layout_node_uniq UNIQUE (layout, node))"
     )
     pg(sql.load(sql.LATEST))
+    yield
+    pg("DROP SCHEMA conv CASCADE")  # the tables whose defaults call the functions
+    pg("CREATE SCHEMA conv")
+    pg(sql.load_drop(sql.LATEST))
 
 
 @pytest.fixture
