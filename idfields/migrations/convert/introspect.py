@@ -270,18 +270,39 @@ SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(%s, DATABA
   AND TABLE_NAME = %s
 """
 
-_MYSQL_REFERENCES = """
-SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.CONSTRAINT_NAME, c.DATA_TYPE,
-       c.COLUMN_TYPE, c.IS_NULLABLE, r.DELETE_RULE, r.UPDATE_RULE
-FROM information_schema.KEY_COLUMN_USAGE k
-JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA
-  AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME
-JOIN information_schema.REFERENTIAL_CONSTRAINTS r ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA
-  AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = k.TABLE_NAME
-WHERE k.REFERENCED_TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND k.REFERENCED_TABLE_NAME = %s
-  AND k.REFERENCED_COLUMN_NAME = %s
-ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME
+# Three single-table reads joined here, not one information_schema join: MariaDB 10.11 was seen
+# to crash (signal 11 dropping the Aria temporary table) on the join under concurrent DDL.
+_MYSQL_REFERENCING_KEYS = """
+SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, CONSTRAINT_NAME
+FROM information_schema.KEY_COLUMN_USAGE
+WHERE REFERENCED_TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND REFERENCED_TABLE_NAME = %s
+  AND REFERENCED_COLUMN_NAME = %s
+ORDER BY TABLE_NAME, CONSTRAINT_NAME
 """
+
+_MYSQL_REFERENCING_COLUMN = """
+SELECT DATA_TYPE, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND COLUMN_NAME = %s
+"""
+
+_MYSQL_RULES = """
+SELECT DELETE_RULE, UPDATE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS
+WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = %s
+"""
+
+
+def _mysql_references(
+    query: Query, table: str, column: str, schema: str | None
+) -> list[tuple[Any, ...]]:
+    """Each foreign key column pointing at ``table.column``: its place, type and rules."""
+    found = []
+    for ref_schema, ref_table, ref_column, name in query(
+        _MYSQL_REFERENCING_KEYS, [schema, table, column]
+    ):
+        [types] = query(_MYSQL_REFERENCING_COLUMN, [ref_schema, ref_table, ref_column])
+        [rules] = query(_MYSQL_RULES, [ref_schema, ref_table, name])
+        found.append((ref_schema, ref_table, ref_column, name, *types, *rules))
+    return found
 
 
 def introspect_mysql(
@@ -294,7 +315,7 @@ def introspect_mysql(
     data_type, column_type, extra = rows[0]
     current = str(query("SELECT DATABASE()", [])[0][0])
     references = []
-    for row in query(_MYSQL_REFERENCES, [schema, table, column]):
+    for row in _mysql_references(query, table, column, schema):
         ref_schema, ref_table, ref_column, name, ref_type, ref_column_type, nullable = row[:7]
         on_delete, on_update = (_MYSQL_ACTIONS[rule] for rule in row[7:])
         references.append(
