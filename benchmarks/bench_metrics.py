@@ -8,15 +8,13 @@ for scale, in paired rounds. No target. ``python -m benchmarks.bench_metrics [--
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from functools import partial
 
-from benchmarks import Skip
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
 from benchmarks.timing import Paired, ns_per_call, paired, paired_rows
-from idfields import StaticNode, make_generator
+from idfields import StaticNode, make_generator, metrics
 
 GROUP = "metrics hook, nobody listening"
 EMPTY = "empty function call"
@@ -27,10 +25,6 @@ def _empty(event: str, value: float = 1.0, **attributes: str) -> None:
 
 
 def run(quick: bool = False) -> list[Row]:
-    try:  # another branch adds the module; until then this benchmark has nothing to measure
-        metrics = importlib.import_module("idfields.metrics")
-    except ImportError as error:
-        raise Skip(f"no idfields.metrics module in this tree ({error})") from error
     generator = make_generator("snowflake", StaticNode(900))
     generator()
     subjects: dict[str, Callable[[], object]] = {
