@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from idfields.errors import IdFieldsError
+
+if TYPE_CHECKING:
+    from idfields.compare.report import Report
 
 HELP = "insert N rows keyed by AUTO_INCREMENT, k-sorted IDs and UUIDs; compare speed and size"
 
@@ -44,16 +47,8 @@ def add_compare_command(subparsers: Any, **parser_options: Any) -> argparse.Argu
 
 def run_document(args: argparse.Namespace) -> dict[str, Any]:
     """Run the comparison for parsed arguments; bad input raises IdFieldsError (exit 2)."""
-    from idfields.compare.runner import run_comparison
-
     try:
-        report = run_comparison(
-            args.database_url,
-            args.rows,
-            args.out,
-            progress=not args.no_progress,
-            repeat=args.repeat,
-        )
+        report = _compare(args)
     except ValueError as error:
         raise IdFieldsError(str(error)) from None
     document = report.to_dict()
@@ -71,16 +66,8 @@ def render_document(document: dict[str, Any]) -> str:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run, print the table (rich when installed), return the exit status."""
-    from idfields.compare.runner import run_comparison
-
     try:
-        report = run_comparison(
-            args.database_url,
-            args.rows,
-            args.out,
-            progress=not args.no_progress,
-            repeat=args.repeat,
-        )
+        report = _compare(args)
     except ValueError as error:
         print(f"idfields compare: {error}", file=sys.stderr)
         return 2
@@ -88,6 +75,19 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.out:
         print(f"wrote {args.out}/compare.json and {args.out}/compare.png")
     return 0
+
+
+def _compare(args: argparse.Namespace) -> Report:
+    """The comparison the parsed arguments ask for (the runner is imported only when one runs)."""
+    from idfields.compare.runner import run_comparison
+
+    return run_comparison(
+        args.database_url,
+        args.rows,
+        args.out,
+        progress=not args.no_progress,
+        repeat=args.repeat,
+    )
 
 
 def _rows(text: str) -> int:
