@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from idfields.errors import IdFieldsError
@@ -20,10 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="postgresql://..., mysql://... or sqlite:///file.db (default: a temporary SQLite "
         "database)",
     )
-    parser.add_argument("--rows", type=_rows, default=10_000, help="rows per table (10,000)")
+    parser.add_argument(
+        "--rows", type=_whole_number("--rows", 10), default=10_000, help="rows per table (10,000)"
+    )
     parser.add_argument(
         "--repeat",
-        type=_repeat,
+        type=_whole_number("--repeat", 1),
         default=3,
         help="runs of each strategy, interleaved; the table shows median and spread (3)",
     )
@@ -90,21 +93,19 @@ def _compare(args: argparse.Namespace) -> Report:
     )
 
 
-def _rows(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--rows takes a whole number, got {text!r}") from None
-    if value < 10:
-        raise argparse.ArgumentTypeError(f"--rows must be at least 10, got {value}")
-    return value
+def _whole_number(option: str, minimum: int) -> Callable[[str], int]:
+    """An argparse ``type`` for ``option``: a whole number of at least ``minimum``, else an
+    error that names the option and what it got."""
 
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{option} takes a whole number, got {text!r}"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{option} must be at least {minimum}, got {value}")
+        return value
 
-def _repeat(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--repeat takes a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--repeat must be at least 1, got {value}")
-    return value
+    return parse
