@@ -78,11 +78,11 @@ def test_a_spent_layout_refuses_only_to_issue_naming_its_end_date() -> None:
 def test_from_spec_shows_the_real_error_of_an_invalid_layout() -> None:
     spec = ORDERS.to_spec()
     spec["fields"][0]["width"] = 60  # too wide for 63 bits: a layout error, not a spec error
-    with pytest.raises(LayoutError, match="exceeds 2\\*\\*63-1") as raised:
+    with pytest.raises(LayoutError, match=r"exceeds 2\*\*63-1") as raised:
         Layout.from_spec(spec)
     assert "not a layout spec" not in str(raised.value)
 
 
 def test_from_spec_names_a_malformed_spec() -> None:
-    with pytest.raises(LayoutError, match="not a layout spec.*'fields'"):
+    with pytest.raises(LayoutError, match=r"not a layout spec.*'fields'"):
         Layout.from_spec({"name": "x"})
