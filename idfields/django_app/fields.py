@@ -18,7 +18,9 @@ Two families, both plain ``bigint`` columns (foreign keys to them are ``bigint``
 never frozen into migrations: changing the settings leaves ``makemigrations`` quiet.
 
 ``generation="db"`` lets PostgreSQL fill the column (``DEFAULT idfields.next_snowflake()`` and
-kin, installed by the SQL migrations); the pk then comes back through RETURNING.
+kin, installed by the SQL migrations, or a user layout's ``next_<name>()`` installed by
+``InstallLayoutFunctions``; :mod:`idfields.sql.catalog` names them); the pk then comes back
+through RETURNING.
 """
 
 from __future__ import annotations
@@ -38,16 +40,11 @@ from idfields.errors import IdFieldsError
 from idfields.generators import IdGenerator, make_generator
 from idfields.layouts import MAX_ID, Layout
 from idfields.nodes import DevelopmentNode
+from idfields.sql.catalog import functions_named, functions_of
 
 APP = "app"
 DB = "db"
 GENERATIONS = (APP, DB)
-# The PL/pgSQL function filling each built-in layout's column (generation="db").
-SQL_FUNCTIONS = {
-    "snowflake": "idfields.next_snowflake",
-    "traceid": "idfields.next_traceid",
-    "decimal": "idfields.next_decimalid",
-}
 
 __all__ = [
     "DecimalIdAutoField",
@@ -145,13 +142,10 @@ class KSortedFieldMixin:
         super().__init__(*args, **kwargs)
 
     def _sql_function(self) -> str:
-        function = SQL_FUNCTIONS.get(self.layout_name or "")
-        if function is None:
-            raise ValueError(
-                f"generation='db' needs a layout with a SQL function ({', '.join(SQL_FUNCTIONS)})"
-                f", got layout={self.layout_name!r}; pass one of them, or use generation='app'"
-            )
-        return function
+        try:
+            return functions_named(self.layout_name or "").next
+        except IdFieldsError as error:
+            raise ValueError(f"generation='db': {error}; or use generation='app'") from None
 
     @property
     def layout(self) -> Layout:
@@ -244,6 +238,22 @@ class KSortedFieldMixin:
     def _check_generation(self, databases: list[str]) -> list[checks.CheckMessage]:
         if self.generation != DB:
             return []
+        try:
+            layout = self.layout  # a user layout is only known once settings are read
+        except (KeyError, TypeError, ImportError, ValueError, IdFieldsError):
+            return []  # idfields.E030 reports it
+        try:
+            functions_of(layout)
+        except IdFieldsError as error:
+            return [
+                checks.Error(
+                    f"generation='db' has no database function for layout "
+                    f"{self.layout_name!r}: {error}",
+                    hint="Use generation='app', or a layout the database can generate.",
+                    obj=self,
+                    id="idfields.E035",
+                )
+            ]
         return [
             checks.Error(
                 f"generation='db' needs PostgreSQL (idfields.next_* functions), but database "

@@ -11,7 +11,7 @@
 Without :func:`configure` the node comes from ``IDFIELDS_NODE_ID`` (or development mode).
 """
 
-from idfields.sqlalchemy_ext.columns import SERVER_FUNCTIONS, id_column, id_column_core
+from idfields.sqlalchemy_ext.columns import id_column, id_column_core
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
 from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
 from idfields.sqlalchemy_ext.tables import (
@@ -23,7 +23,6 @@ from idfields.sqlalchemy_ext.tables import (
 )
 
 __all__ = [
-    "SERVER_FUNCTIONS",
     "SQLAlchemyDatabase",
     "add_tables",
     "configure",

@@ -4,8 +4,8 @@ The default is a Python callable taking SQLAlchemy's execution context (so it is
 without a wrapper): SQLAlchemy evaluates it inside the statement and every insert path (unit of
 work flush, ``insert(Model)`` with a list of dicts through insertmanyvalues, Core ``values()`` and
 executemany, AsyncSession) gets its IDs without a round trip. ``server_side=True`` leaves the
-value to the database function of the layout (``idfields.next_snowflake()`` on Postgres) and has
-it fetched back.
+value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
+user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
 """
 
 from __future__ import annotations
@@ -15,15 +15,10 @@ from typing import Any
 from sqlalchemy import BigInteger, Column, text
 from sqlalchemy.orm import MappedColumn, mapped_column
 
+from idfields.errors import IdFieldsError
 from idfields.layouts import Layout
+from idfields.sql.catalog import functions_named, functions_of
 from idfields.sqlalchemy_ext.registry import context_default
-
-# Layouts with a database-side generator (the PL/pgSQL functions of schema "idfields").
-SERVER_FUNCTIONS = {
-    "snowflake": "idfields.next_snowflake()",
-    "traceid": "idfields.next_traceid()",
-    "decimal": "idfields.next_decimalid()",
-}
 
 
 def _column_options(layout: str | Layout, server_side: bool, kwargs: dict[str, Any]) -> None:
@@ -38,14 +33,13 @@ def _column_options(layout: str | Layout, server_side: bool, kwargs: dict[str, A
     if not server_side:
         kwargs["default"] = context_default(layout)
         return
-    name = layout.name if isinstance(layout, Layout) else layout
-    function = SERVER_FUNCTIONS.get(name)
-    if function is None:
+    try:
+        functions = functions_of(layout) if isinstance(layout, Layout) else functions_named(layout)
+    except IdFieldsError as error:
         raise ValueError(
-            f"layout {name!r} has no database-side generator; server_side=True works with "
-            f"{', '.join(SERVER_FUNCTIONS)} (install them with op.install_id_functions())"
-        )
-    kwargs["server_default"] = text(function)
+            f"server_side=True: no database-side generator: {error}; or drop server_side=True"
+        ) from None
+    kwargs["server_default"] = text(functions.next_call)
 
 
 def id_column(

@@ -21,7 +21,6 @@ from idfields.migrations.convert.introspect import (
     introspect_postgres,
 )
 from idfields.migrations.convert.model import (
-    DB_FUNCTIONS,
     Index,
     KeyInfo,
     Reference,
@@ -115,7 +114,6 @@ def run_online(
 
 
 __all__ = [
-    "DB_FUNCTIONS",
     "Dialect",
     "Index",
     "KeyInfo",
