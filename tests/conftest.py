@@ -9,6 +9,8 @@ from contextlib import ExitStack
 import databases
 import pytest
 
+from idfields import nodes
+
 Resolver = Callable[[ExitStack], databases.Resolution]
 
 
@@ -21,6 +23,13 @@ def _scratch_url(resolve: Resolver, require: str) -> Iterator[str]:
                 pytest.fail(f"{require}=1 but: {found.reason}", pytrace=False)
             pytest.skip(found.reason)
         yield stack.enter_context(databases.scratch_database(found.url))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_fixed_claims() -> None:
+    """Each test starts without the fixed-node fences of earlier ones, as a new process would:
+    otherwise one test's fake clock (say, in 2030) fences the node of every later test."""
+    nodes.forget_fixed_claims()
 
 
 @pytest.fixture(scope="session")
