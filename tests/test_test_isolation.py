@@ -7,6 +7,11 @@ the second, on the real clock, use it.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from test_generators import START_NS, FakeClock
 
@@ -45,3 +50,38 @@ def test_node_fenced_by_a_fake_clock_in_2030() -> None:
 
 def test_node_used_afterwards_on_the_real_clock() -> None:
     assert _issue_now() > 0
+
+
+# Suites that reach the servers in every way they do: fixtures requested by name, parametrised
+# fixtures, fixtures asked for at run time (Django's database settings), indirect parameters.
+REACHING_SERVERS = [
+    "tests/sqlalchemy/test_sqlalchemy_columns.py",
+    "tests/sqlalchemy/test_sqlalchemy_alembic.py",
+    "tests/coordination/test_coordination_leases.py",
+    "tests/django_project/test_django_fields.py",
+    "tests/convert/test_convert_django.py",
+    "tests/pg/test_catalog_db.py",
+]
+
+
+def test_deselecting_the_servers_starts_none() -> None:
+    """With every server address unreachable, any attempt to use one would error the run."""
+    unreachable = {
+        "IDFIELDS_TEST_DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
+        "IDFIELDS_TEST_MYSQL_URL": "mysql://nobody@127.0.0.1:9/none",
+        "IDFIELDS_REQUIRE_POSTGRES": "1",
+        "IDFIELDS_REQUIRE_MYSQL": "1",
+    }
+    root = Path(__file__).parent.parent
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
+    run = subprocess.run(
+        [*command, "-m", "not postgres and not mysql and not slow", *REACHING_SERVERS],
+        cwd=root,
+        env={**os.environ, **unreachable},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    summary = run.stdout.strip().splitlines()[-1]
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert " passed" in summary and "error" not in summary, summary
