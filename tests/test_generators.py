@@ -16,6 +16,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from clocks import MS, START_NS, FakeClock
 
 from idfields import (
     Assignment,
@@ -33,27 +34,6 @@ from idfields import (
 from idfields.generators import COMPILED, CounterGenerator, TimeGenerator
 from idfields.generators.hotpath import PureTimeCore
 from idfields.layouts import DECIMAL, SNOWFLAKE
-
-MS = 1_000_000
-# A fixed point for the fake clock, after anything real-clock tests issue: a node they used is
-# fenced after their IDs, and a fake clock behind that fence would (rightly) have to wait.
-START_NS = 1_900_000_000_000 * MS  # 2030-03-17
-
-
-class FakeClock:
-    """An injectable wall clock: steps where the test says, and sleeping moves it forward."""
-
-    def __init__(self, now_ns: int = START_NS) -> None:
-        self.now_ns = now_ns
-        self.slept_ns = 0
-
-    def __call__(self) -> int:
-        return self.now_ns
-
-    def sleep(self, seconds: float) -> None:
-        step = max(1, round(seconds * 1e9))
-        self.now_ns += step
-        self.slept_ns += step
 
 
 class StuckClock(FakeClock):
