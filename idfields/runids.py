@@ -1,4 +1,5 @@
-"""Run ids from a coordinator, as the chibrary post ends up doing (the ``runid`` layout).
+"""Run ids from a coordinator (the ``runid`` layout), as Chibrary's call numbers end up doing
+(Peter Harkins, "Distributed ID Generation and Bit Packing").
 
 A process asks the coordinator for a run id when it starts and whenever it has used up the
 run's sequence (16,384 IDs for ``runid``; CounterGenerator calls ``acquire`` again then). The
