@@ -17,6 +17,7 @@ from idfields.coordination.counters import (
 from idfields.coordination.database import VENDORS, Database, Result
 from idfields.coordination.decimal import DecimalSource, decimal_fields
 from idfields.coordination.leases import LeaseInfo, LeaseSource, list_leases
+from idfields.coordination.runids import RunIdSource
 
 __all__ = [
     "LAUNCH_ENV",
@@ -27,6 +28,7 @@ __all__ = [
     "LeaseInfo",
     "LeaseSource",
     "Result",
+    "RunIdSource",
     "counter_value",
     "current_launch",
     "decimal_fields",

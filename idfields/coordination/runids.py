@@ -10,7 +10,8 @@ crashes; a process never has to report back at its end.
 
 from __future__ import annotations
 
-from idfields.coordination import Database, next_value
+from idfields.coordination.counters import next_value
+from idfields.coordination.database import Database
 from idfields.errors import LayoutExhausted, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
