@@ -1,4 +1,4 @@
-"""Coordination through the project's own database: node leases, launches, counters.
+"""Coordination through the project's own database: node leases, launches, counters, run ids.
 
 Written once against the small :class:`Database` interface; ``idfields.django_app`` and
 ``idfields.sqlalchemy_ext`` adapt their connections to it and share the same three tables
