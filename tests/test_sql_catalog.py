@@ -19,7 +19,7 @@ from idfields.layouts import (
     Sequence,
     Timestamp,
 )
-from idfields.sql.catalog import BUILTIN_FUNCTIONS, functions_named, functions_of
+from idfields.sql.catalog import BUILTIN_FUNCTIONS, functions_of
 from idfields.sql.layouts import render_layout_function
 
 ORDERS = Layout(
@@ -47,18 +47,18 @@ def test_a_user_layouts_functions_are_the_ones_its_migration_creates() -> None:
     create, _ = render_layout_function(ORDERS)
     assert {functions.next, functions.next_at, functions.decode} == _created(create)
     assert functions.next_call == 'idfields."next_orders"()'
-    assert functions_named("orders") == functions
+    assert functions_of("orders") == functions
 
 
 def test_builtin_names_resolve_to_their_own_or_rendered_functions() -> None:
-    assert functions_named("decimal").next_call == "idfields.next_decimalid()"
-    assert functions_named("snowflake_js").next == functions_of(SNOWFLAKE_JS).next
+    assert functions_of("decimal").next_call == "idfields.next_decimalid()"
+    assert functions_of("snowflake_js").next == functions_of(SNOWFLAKE_JS).next
     with pytest.raises(LayoutError, match="cannot be generated inside PostgreSQL"):
-        functions_named("globalid")
+        functions_of("globalid")
     with pytest.raises(LayoutError, match="Sequence is not the last"):
         functions_of(TAILED)
     with pytest.raises(LayoutError, match="needs a layout name"):
-        functions_named("")
+        functions_of("")
 
 
 def test_a_user_layout_named_like_a_builtin_is_not_given_the_builtins_functions() -> None:

@@ -40,7 +40,7 @@ from idfields.errors import IdFieldsError
 from idfields.generators import IdGenerator, make_generator
 from idfields.layouts import MAX_ID, Layout
 from idfields.nodes import DevelopmentNode
-from idfields.sql.catalog import functions_named, functions_of
+from idfields.sql.catalog import functions_of
 
 APP = "app"
 DB = "db"
@@ -143,7 +143,7 @@ class KSortedFieldMixin:
 
     def _sql_function(self) -> str:
         try:
-            return functions_named(self.layout_name or "").next
+            return functions_of(self.layout_name or "").next
         except IdFieldsError as error:
             raise ValueError(f"generation='db': {error}; or use generation='app'") from None
 

@@ -67,29 +67,26 @@ def _user_functions(name: str) -> LayoutFunctions:
     )
 
 
-def functions_of(layout: Layout) -> LayoutFunctions:
+def functions_of(layout: Layout | str) -> LayoutFunctions:
     """The functions of ``layout``: its built-in ones, or those ``InstallLayoutFunctions``
-    installs for it; a layout the database cannot generate raises LayoutError saying why."""
+    installs for it; a layout the database cannot generate raises LayoutError saying why.
+
+    A name that is not a built-in one is taken as a user layout's: callers that resolve the
+    layout only later (a Django field reads its settings at first use, not at class definition)
+    check the resolved :class:`Layout` again then.
+    """
+    if isinstance(layout, str) and layout in BUILTIN_LAYOUTS:
+        layout = BUILTIN_LAYOUTS[layout]
+    if isinstance(layout, str):
+        if not layout:
+            raise LayoutError(
+                "a database-side ID needs a layout name; name the layout "
+                f"({', '.join(BUILTIN_FUNCTIONS)}, or a user layout installed by "
+                "InstallLayoutFunctions)"
+            )
+        return _user_functions(layout)
     builtin = BUILTIN_FUNCTIONS.get(layout.name)
     if builtin is not None and BUILTIN_LAYOUTS[layout.name] == layout:
         return builtin
     render_layout_function(layout)  # raises, naming the reason and the fix
     return _user_functions(layout.name)
-
-
-def functions_named(name: str) -> LayoutFunctions:
-    """The functions of the layout called ``name``, for callers that resolve the layout itself
-    later (a Django field reads its settings at first use, not at class definition).
-
-    A built-in name is checked now; any other name is taken as a user layout whose functions
-    ``InstallLayoutFunctions`` installs, checked later by :func:`functions_of`.
-    """
-    if not isinstance(name, str) or not name:
-        raise LayoutError(
-            f"a database-side ID needs a layout name, got {name!r}; name the layout "
-            f"({', '.join(BUILTIN_FUNCTIONS)}, or a user layout installed by "
-            "InstallLayoutFunctions)"
-        )
-    if name in BUILTIN_LAYOUTS:
-        return functions_of(BUILTIN_LAYOUTS[name])
-    return _user_functions(name)

@@ -17,7 +17,7 @@ from sqlalchemy.orm import MappedColumn, mapped_column
 
 from idfields.errors import IdFieldsError
 from idfields.layouts import Layout
-from idfields.sql.catalog import functions_named, functions_of
+from idfields.sql.catalog import functions_of
 from idfields.sqlalchemy_ext.registry import context_default
 
 
@@ -34,7 +34,7 @@ def _column_options(layout: str | Layout, server_side: bool, kwargs: dict[str, A
         kwargs["default"] = context_default(layout)
         return
     try:
-        functions = functions_of(layout) if isinstance(layout, Layout) else functions_named(layout)
+        functions = functions_of(layout)
     except IdFieldsError as error:
         raise ValueError(
             f"server_side=True: no database-side generator: {error}; or drop server_side=True"
