@@ -9,7 +9,9 @@ layouts the renderer (:mod:`idfields.sql.layouts`) expresses.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from idfields.errors import LayoutError
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
@@ -26,7 +28,6 @@ class LayoutFunctions:
     next: str  # ``next()``: one ID, the column default
     next_at: str | None  # ``next_at(now_tick bigint)``: the same at a given tick, for tests
     decode: str  # ``decode(id bigint)``: the fields, like Layout.decode
-    installed_by: str  # the migration operation that creates them
     # Reserved for the block function ``take_<layout>(n)`` of a later SQL version: add it here
     # (built-ins below, users' in ``_user_functions``) when that version ships.
 
@@ -42,16 +43,17 @@ def _builtin(layout: str, stem: str, *, tick_hook: bool) -> LayoutFunctions:
         next=f"{SCHEMA}.next_{stem}",
         next_at=f"{SCHEMA}.next_{stem}_at" if tick_hook else None,
         decode=f"{SCHEMA}.decode_{stem}",
-        installed_by='InstallIdFunctions("0001")',
     )
 
 
 #: The built-in layouts with functions of their own in SQL version 0001.
-BUILTIN_FUNCTIONS: dict[str, LayoutFunctions] = {
-    "snowflake": _builtin("snowflake", "snowflake", tick_hook=True),
-    "traceid": _builtin("traceid", "traceid", tick_hook=True),
-    "decimal": _builtin("decimal", "decimalid", tick_hook=False),
-}
+BUILTIN_FUNCTIONS: Mapping[str, LayoutFunctions] = MappingProxyType(
+    {
+        "snowflake": _builtin("snowflake", "snowflake", tick_hook=True),
+        "traceid": _builtin("traceid", "traceid", tick_hook=True),
+        "decimal": _builtin("decimal", "decimalid", tick_hook=False),
+    }
+)
 
 
 def _user_functions(name: str) -> LayoutFunctions:
@@ -63,7 +65,6 @@ def _user_functions(name: str) -> LayoutFunctions:
         next=quoted(f"next_{name}"),
         next_at=quoted(f"next_{name}_at"),
         decode=quoted(f"decode_{name}"),
-        installed_by=f"InstallLayoutFunctions(<layout {name!r}>)",
     )
 
 
