@@ -11,7 +11,7 @@ test: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest
-	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py
+	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py tests/hostile
 
 demo: $(VENV)/.installed-dev
 	$(VENV)/bin/idfields $(DEMO_ARGS)

@@ -6,12 +6,18 @@
  * the pure-Python reference, idfields/generators/hotpath.py) and implements __call__ for the one
  * case that matters for speed: the next ID of the current tick, or the first ID of a new tick.
  * Everything else (first use, a node to take, running ahead, waiting, a lease to renew, errors)
- * goes to the Python method _locked_issue(tick), which holds the generator's lock.
+ * goes to the Python method _locked_issue(), which takes the generator's lock and reads the
+ * clock again under it (this reading is old once the lock is free).
  *
  * Thread safety: the fast path runs entirely while holding the GIL and calls no Python code
  * after reading the clock, so it is atomic with respect to other threads. While a Python method
  * changes the counters under the lock it sets _busy, and the fast path then takes the slow way
- * (and so waits for the lock). Built for GIL builds of CPython only (see setup.py).
+ * (and so waits for the lock). It needs the GIL: the module says so (Py_mod_gil), and setup.py
+ * does not build it for free-threaded CPython.
+ *
+ * No process-wide state: the native clock and the slow path's name live in the module's state.
+ * The clock is a property that refuses deletion and non-callables, and is called through a
+ * strong reference (it may replace itself while it runs).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,11 +39,21 @@ typedef struct {
     long long tick_mul;
     long long per_block;
     int busy;
-    PyObject *clock;
+    int native;       /* the clock is time.time_ns: read with clock_gettime instead */
+    PyObject *clock;  /* never NULL after construction */
 } TimeCore;
 
-static PyObject *native_clock = NULL;  /* time.time_ns: read with clock_gettime instead */
-static PyObject *slow_name = NULL;     /* "_locked_issue" */
+typedef struct {
+    PyObject *time_ns;    /* time.time_ns, recognised as the native clock */
+    PyObject *slow_name;  /* "_locked_issue" */
+} ModuleState;
+
+static struct PyModuleDef speedups_module;
+
+static ModuleState *state_of_type(PyTypeObject *type) {
+    PyObject *module = PyType_GetModuleByDef(type, &speedups_module);
+    return module == NULL ? NULL : (ModuleState *)PyModule_GetState(module);
+}
 
 static long long floor_div(long long a, long long b) {
     long long q = a / b;
@@ -56,13 +72,19 @@ static long long floor_mod(long long a, long long b) {
 }
 
 static int read_clock(TimeCore *self, long long *now) {
-    if (self->clock == native_clock) {
+    if (self->native) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         *now = (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
         return 0;
     }
-    PyObject *value = PyObject_CallNoArgs(self->clock);
+    if (self->clock == NULL) {  /* only after tp_clear, when the generator is being collected */
+        PyErr_SetString(PyExc_AttributeError, "the generator's clock is gone");
+        return -1;
+    }
+    PyObject *clock = Py_NewRef(self->clock);  /* the call may replace self->clock */
+    PyObject *value = PyObject_CallNoArgs(clock);
+    Py_DECREF(clock);
     if (value == NULL) {
         return -1;
     }
@@ -98,13 +120,40 @@ static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
             return PyLong_FromLongLong(self->id);
         }
     }
-    PyObject *tick_object = PyLong_FromLongLong(tick);
-    if (tick_object == NULL) {
+    ModuleState *state = state_of_type(Py_TYPE(op));
+    if (state == NULL) {
         return NULL;
     }
-    PyObject *result = PyObject_CallMethodOneArg(op, slow_name, tick_object);
-    Py_DECREF(tick_object);
-    return result;
+    return PyObject_CallMethodNoArgs(op, state->slow_name);
+}
+
+static PyObject *TimeCore_get_clock(TimeCore *self, void *closure) {
+    if (self->clock == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "the generator's clock is gone");
+        return NULL;
+    }
+    return Py_NewRef(self->clock);
+}
+
+static int TimeCore_set_clock(TimeCore *self, PyObject *value, void *closure) {
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "a generator's clock cannot be deleted; assign another callable");
+        return -1;
+    }
+    if (!PyCallable_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "a generator's clock must be callable (returning ns since 1970), not %R", value);
+        return -1;
+    }
+    ModuleState *state = state_of_type(Py_TYPE(self));
+    if (state == NULL) {
+        return -1;
+    }
+    /* Swap before dropping the old clock: its finaliser may run Python code that calls us. */
+    PyObject *old = self->clock;
+    self->clock = Py_NewRef(value);
+    self->native = value == state->time_ns;
+    Py_XDECREF(old);
+    return 0;
 }
 
 static int TimeCore_traverse(TimeCore *self, visitproc visit, void *arg) {
@@ -114,6 +163,7 @@ static int TimeCore_traverse(TimeCore *self, visitproc visit, void *arg) {
 }
 
 static int TimeCore_clear(TimeCore *self) {
+    self->native = 0;
     Py_CLEAR(self->clock);
     return 0;
 }
@@ -127,6 +177,10 @@ static void TimeCore_dealloc(TimeCore *self) {
 }
 
 static PyObject *TimeCore_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    ModuleState *state = state_of_type(type);
+    if (state == NULL) {
+        return NULL;
+    }
     TimeCore *self = (TimeCore *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
@@ -135,8 +189,8 @@ static PyObject *TimeCore_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->modulus = 1;
     self->per_block = 1;
     self->step = 1;
-    Py_INCREF(native_clock);
-    self->clock = native_clock;
+    self->clock = Py_NewRef(state->time_ns);
+    self->native = 1;
     return (PyObject *)self;
 }
 
@@ -154,7 +208,11 @@ static PyMemberDef TimeCore_members[] = {
     {"_tick_mul", T_LONGLONG, offsetof(TimeCore, tick_mul), 0, NULL},
     {"_per_block", T_LONGLONG, offsetof(TimeCore, per_block), 0, NULL},
     {"_busy", T_INT, offsetof(TimeCore, busy), 0, NULL},
-    {"_clock", T_OBJECT_EX, offsetof(TimeCore, clock), 0, NULL},
+    {NULL},
+};
+
+static PyGetSetDef TimeCore_getset[] = {
+    {"_clock", (getter)TimeCore_get_clock, (setter)TimeCore_set_clock, "The wall clock (ns since 1970).", NULL},
     {NULL},
 };
 
@@ -163,6 +221,7 @@ static PyType_Slot TimeCore_slots[] = {
     {Py_tp_new, TimeCore_new},
     {Py_tp_call, TimeCore_call},
     {Py_tp_members, TimeCore_members},
+    {Py_tp_getset, TimeCore_getset},
     {Py_tp_traverse, TimeCore_traverse},
     {Py_tp_clear, TimeCore_clear},
     {Py_tp_dealloc, TimeCore_dealloc},
@@ -177,17 +236,18 @@ static PyType_Spec TimeCore_spec = {
 };
 
 static int speedups_exec(PyObject *module) {
+    ModuleState *state = (ModuleState *)PyModule_GetState(module);
     PyObject *time_module = PyImport_ImportModule("time");
     if (time_module == NULL) {
         return -1;
     }
-    native_clock = PyObject_GetAttrString(time_module, "time_ns");
+    state->time_ns = PyObject_GetAttrString(time_module, "time_ns");
     Py_DECREF(time_module);
-    if (native_clock == NULL) {
+    if (state->time_ns == NULL) {
         return -1;
     }
-    slow_name = PyUnicode_InternFromString("_locked_issue");
-    if (slow_name == NULL) {
+    state->slow_name = PyUnicode_InternFromString("_locked_issue");
+    if (state->slow_name == NULL) {
         return -1;
     }
     PyObject *type = PyType_FromModuleAndSpec(module, &TimeCore_spec, NULL);
@@ -199,8 +259,29 @@ static int speedups_exec(PyObject *module) {
     return result;
 }
 
+static int speedups_traverse(PyObject *module, visitproc visit, void *arg) {
+    ModuleState *state = (ModuleState *)PyModule_GetState(module);
+    Py_VISIT(state->time_ns);
+    Py_VISIT(state->slow_name);
+    return 0;
+}
+
+static int speedups_clear(PyObject *module) {
+    ModuleState *state = (ModuleState *)PyModule_GetState(module);
+    Py_CLEAR(state->time_ns);
+    Py_CLEAR(state->slow_name);
+    return 0;
+}
+
+static void speedups_free(void *module) {
+    speedups_clear((PyObject *)module);
+}
+
 static PyModuleDef_Slot speedups_slots[] = {
     {Py_mod_exec, speedups_exec},
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_USED},  /* the fast path is atomic only under the GIL */
+#endif
     {0, NULL},
 };
 
@@ -208,8 +289,11 @@ static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "idfields._speedups",
     .m_doc = "The compiled hot path of idfields' TimeGenerator.",
-    .m_size = 0,
+    .m_size = sizeof(ModuleState),
     .m_slots = speedups_slots,
+    .m_traverse = speedups_traverse,
+    .m_clear = speedups_clear,
+    .m_free = speedups_free,
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {

@@ -27,6 +27,10 @@ class NodeNotConfigured(NodeError):
     """No node source is configured where several processes may run."""
 
 
+class GeneratorClosed(NodeError):
+    """The generator was closed: its node is given back, so it never issues again."""
+
+
 class ClockMovedBackwards(IdFieldsError, RuntimeError):
     """The clock is further behind the last issued ID than the generator may bridge."""
 

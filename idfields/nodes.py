@@ -2,11 +2,11 @@
 
 A source hands out an :class:`Assignment` when a generator starts, when a generator of a
 layout without a timestamp (DecimalId, runid) has used up its sequence, and in a child after
-``fork()``. Fixed sources (an explicit value, the environment, development mode) serve one
-process: a forked child asking for the parent's node gets an error, a generator rebuilt on a
-node in the same process starts after its predecessor's IDs, and a used-up DecimalId/runid block
-is never handed out again. Lease sources (the database coordination of the ORM layers) give a
-fresh, fenced value every time.
+``fork()``. Fixed sources (an explicit value, the environment, development mode) serve the
+process that created them: a forked child asking for the parent's node gets an error (even if
+the parent never used it), a generator rebuilt on a node in the same process starts after its
+predecessor's IDs, and a used-up DecimalId/runid block is never handed out again. Lease sources
+(the database coordination of the ORM layers) give a fresh, fenced value every time.
 """
 
 from __future__ import annotations
@@ -74,6 +74,21 @@ def validate_values(layout: Layout, values: Mapping[str, int], origin: str) -> d
     return checked
 
 
+def _given_values(layout: Layout, values: Mapping[str, int], origin: str) -> dict[str, int]:
+    """Node values a deployment set by hand: checked, and a test-only 0 (DecimalId's
+    launch_id) refused outside development mode."""
+    checked = validate_values(layout, values, origin)
+    for placed in layout.node_fields:
+        spec = placed.spec
+        test_zero = isinstance(spec, Node) and spec.zero_is_test and checked[placed.name] == 0
+        if test_zero and not development_mode():
+            raise NodeError(
+                f"{origin}: {placed.name}=0 is reserved for tests; record a launch "
+                f"(1..{placed.maximum}) or set {DEVELOPMENT_ENV}=1 on a developer machine"
+            )
+    return checked
+
+
 class _FixedClaims:
     """How far this process's generators issued on each fixed node, so a generator rebuilt on a
     node (after close, or a settings change) starts after its predecessor's IDs, as a lease
@@ -127,33 +142,35 @@ def forget_fixed_claims() -> None:
     _fixed_claims.forget()
 
 
-class _OncePerProcess:
-    """Shared rule of fixed sources: one process only, reuse within it fenced (_FixedClaims)."""
+def forked_child_error(description: str, owner_pid: int) -> NodeError:
+    """The refusal a forked child gets for a fixed node of its parent (used or not there yet)."""
+    return NodeError(
+        f"{description} belongs to the parent process (pid {owner_pid}); this forked child "
+        f"(pid {os.getpid()}) must not share it. Give each process its own node (a lease "
+        "source, or IDFIELDS_NODE_ID set per worker), or create the generator after the fork"
+    )
+
+
+class FixedSource:
+    """Shared rule of fixed sources: they serve the process that created them (a forked child
+    is refused, whether or not the parent used them yet), reuse within it fenced."""
 
     description = "a fixed node"
 
     def __init__(self) -> None:
-        self._given_to_pid: int | None = None
+        self._owner_pid = os.getpid()
 
     def values_for(self, layout: Layout) -> dict[str, int]:
         """The checked node values this source would give a generator of ``layout``."""
         raise NotImplementedError
 
     def acquire(self, layout: Layout) -> Assignment:
-        pid = os.getpid()
-        if self._given_to_pid not in (None, pid):
-            raise NodeError(
-                f"{self.description} belongs to the parent process (pid {self._given_to_pid}); "
-                f"this forked child (pid {pid}) must not continue its sequence. Give each process "
-                "its own node (a lease source, or IDFIELDS_NODE_ID set per worker), or create "
-                "the generator after the fork"
-            )
-        assignment = _fixed_claims.claim(layout, self.values_for(layout), self.description)
-        self._given_to_pid = pid
-        return assignment
+        if os.getpid() != self._owner_pid:
+            raise forked_child_error(self.description, self._owner_pid)
+        return _fixed_claims.claim(layout, self.values_for(layout), self.description)
 
 
-class StaticNode(_OncePerProcess):
+class StaticNode(FixedSource):
     """Node values set explicitly, e.g. ``StaticNode(17)`` or ``StaticNode(generator_id=92,
     launch_id=65)``, for deployments that assign nodes themselves."""
 
@@ -177,10 +194,10 @@ class StaticNode(_OncePerProcess):
                     f"e.g. StaticNode({', '.join(f'{n}=...' for n in names.split(', '))})"
                 )
             values[layout.node_fields[0].name] = self._node
-        return validate_values(layout, values, self.description)
+        return _given_values(layout, values, self.description)
 
 
-class EnvironmentNode(_OncePerProcess):
+class EnvironmentNode(FixedSource):
     """Node values from each Node field's environment variable (``IDFIELDS_NODE_ID`` and kin)."""
 
     description = "the node from the environment"
@@ -189,10 +206,10 @@ class EnvironmentNode(_OncePerProcess):
         values: dict[str, int] = {}
         for placed in layout.node_fields:
             values[placed.name] = _read_env(layout, placed)
-        return validate_values(layout, values, "the environment")
+        return _given_values(layout, values, "the environment")
 
 
-class DevelopmentNode(_OncePerProcess):
+class DevelopmentNode(FixedSource):
     """Every Node field at its minimum (launch_id 0): one process on a developer's machine only."""
 
     description = "the development node"
@@ -215,16 +232,9 @@ def _read_env(layout: Layout, placed: PlacedField) -> int:
             f"{placed.minimum}..{placed.maximum}: set it per process, or use a lease source"
         )
     try:
-        value = int(raw)
+        return int(raw)
     except ValueError:
         raise NodeError(f"{name}={raw!r} is not an integer; set it to a whole number") from None
-    spec = placed.spec
-    if isinstance(spec, Node) and spec.zero_is_test and value == 0 and not development_mode():
-        raise NodeError(
-            f"{name}=0 is reserved for tests; record a launch (1..{placed.maximum}) "
-            f"or set {DEVELOPMENT_ENV}=1 on a developer machine"
-        )
-    return value
 
 
 def development_mode() -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
 import os
 import subprocess
@@ -16,7 +15,15 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
-from clocks import MS, START_NS, FakeClock
+from generator_support import (
+    MS,
+    START_NS,
+    FakeClock,
+    OneNode,
+    PureTimeGenerator,
+    StuckClock,
+    fresh_node,
+)
 
 from idfields import (
     Assignment,
@@ -32,15 +39,7 @@ from idfields import (
     make_generator,
 )
 from idfields.generators import COMPILED, CounterGenerator, TimeGenerator
-from idfields.generators.hotpath import PureTimeCore
 from idfields.layouts import DECIMAL, SNOWFLAKE
-
-
-class StuckClock(FakeClock):
-    """A clock that never moves, even while the generator sleeps."""
-
-    def sleep(self, seconds: float) -> None:
-        self.slept_ns += round(seconds * 1e9)
 
 
 class ForkPool:
@@ -56,12 +55,9 @@ class ForkPool:
         return Assignment({layout.node_fields[0].name: node})
 
 
-_fresh_nodes = itertools.count(100)
-
-
 def snowflake(clock: FakeClock, **options: int) -> TimeGenerator:
     """A generator on a node no other test used (a reused node is fenced after its last IDs)."""
-    node = next(_fresh_nodes)
+    node = fresh_node()
     generator = make_generator("snowflake", node=node, clock=clock, sleep=clock.sleep, **options)
     assert isinstance(generator, TimeGenerator)
     return generator
@@ -101,7 +97,8 @@ def test_one_generator_from_many_threads_is_strictly_increasing_per_thread() -> 
 
 
 def test_1024_generators_on_nodes_0_to_1023_issue_1024000_distinct_ids() -> None:
-    generators = [make_generator("snowflake", node=node) for node in range(1024)]
+    # unfenced sources: other tests' fixed nodes may carry fences in 2030 (fake clocks)
+    generators = [make_generator("snowflake", OneNode(node)) for node in range(1024)]
 
     def issue(index: int) -> list[int]:
         generator = generators[index]
@@ -221,7 +218,7 @@ def test_a_stuck_clock_raises_after_max_wait_instead_of_hanging() -> None:
     clock = StuckClock()
     generator = make_generator(
         "snowflake",
-        node=next(_fresh_nodes),
+        node=fresh_node(),
         clock=clock,
         sleep=clock.sleep,
         max_skew_ns=2 * MS,
@@ -434,9 +431,6 @@ def _scripted_run(generator_class: type[TimeGenerator], node: int) -> list[int]:
     not COMPILED, reason="the compiled core is not in use (not built, or IDFIELDS_PURE_PYTHON=1)"
 )
 def test_compiled_and_pure_cores_issue_the_same_ids() -> None:
-    class PureTimeGenerator(PureTimeCore, TimeGenerator):  # the reference logic on the same state
-        pass
-
     compiled = _scripted_run(TimeGenerator, node=11)
     pure = _scripted_run(PureTimeGenerator, node=12)
     assert [value - (11 << 12) for value in compiled] == [value - (12 << 12) for value in pure]

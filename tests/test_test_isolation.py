@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from clocks import START_NS, FakeClock
+from generator_support import START_NS, FakeClock
 
 from idfields import ClockMovedBackwards, StaticNode, make_generator
 from idfields.nodes import forget_fixed_claims

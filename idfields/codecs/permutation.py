@@ -169,7 +169,8 @@ class KeyedPermutation:
         return (left << half_bits) | right
 
     def __repr__(self) -> str:
-        return f"KeyedPermutation(bits={self._bits}, key=<hidden>)"
+        # getattr: a repr must not raise, even of an instance whose __init__ failed half-way
+        return f"KeyedPermutation(bits={getattr(self, '_bits', '?')}, key=<hidden>)"
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(

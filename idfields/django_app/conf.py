@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings as django_settings
 from django.core.signals import setting_changed
@@ -52,8 +52,20 @@ class IdFieldsSettings:
     ids_as_strings: bool = False
     layouts: dict[str, Any] = field(default_factory=dict)
     generators: dict[str, Any] = field(default_factory=dict)
-    permutation_key: str | bytes | None = None
+    permutation_key: str | bytes | None = field(default=None, repr=False)  # never shown
     unknown_keys: tuple[str, ...] = ()
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(
+            "IdFieldsSettings cannot be pickled, because the pickle would carry the permutation "
+            "key; call get_settings() where the settings are needed"
+        )
+
+    def __copy__(self) -> IdFieldsSettings:
+        return self  # frozen, so a copy may share it (and copying must not go through pickle)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> IdFieldsSettings:
+        return self
 
     def resolve_layout(self, name: str | Layout) -> Layout:
         """A built-in or user layout by name (raises LayoutError/KeyError naming the fix)."""

@@ -1,17 +1,38 @@
 """What every generator shares: the layout, the node source and its assignment, the lock, and the
-bookkeeping that makes forks and clean exits safe."""
+rules that make forks, close() and clean exits safe.
+
+Ownership: a generator belongs to the process that created it, or that claimed a node for it
+from a source serving many processes (a lease). A forked child's first call (the at-fork hook
+marks every generator stale, so even the compiled hot path goes to the lock) claims anew from
+such a source, and is refused when the node is fixed: it would continue the parent's sequence.
+
+One lock discipline: every state change (issue past the hot path, take, close, node claims and
+renewals) holds the lock and sets ``_busy``, which sends the compiled hot path (it reads and
+writes the counters without the lock, atomically under the GIL) to the lock as well. A wait for
+the clock releases the lock, so it never holds up other threads, close() or the fork hook.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 import weakref
+from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
-from idfields.errors import ValueOutOfRange
+from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
-from idfields.nodes import Assignment, NodeSource, StaticNode, default_source, validate_values
+from idfields.nodes import (
+    Assignment,
+    FixedSource,
+    NodeSource,
+    StaticNode,
+    default_source,
+    forked_child_error,
+    validate_values,
+)
 
 MAX_TAKE = 10_000_000
 
@@ -63,6 +84,9 @@ class IdGenerator:
             static.values_for(self.layout)  # a misconfigured node fails here, not at first use
             self._source = static
         self._lock = threading.Lock()
+        self._busy = 0
+        self._owner_pid = os.getpid()
+        self._closed = False
         self._assignment: Assignment | None = None
         sequence = self.layout.sequence
         self._per_block = sequence.size if sequence else 1
@@ -96,22 +120,40 @@ class IdGenerator:
         count = check_take_count(count)
         ids: list[int] = []
         step = self._step
-        with self._lock:
-            self._busy = 1
-            try:
-                while count:
-                    self._ensure_room(count)
-                    chunk = min(count, self._left)
-                    first = self._id + step
-                    self._id += chunk * step
-                    self._left -= chunk
-                    ids.extend(range(first, self._id + 1, step))
-                    count -= chunk
-            finally:
-                self._busy = 0
+        with self._changing():
+            while count:
+                self._ensure_room(count)
+                chunk = min(count, self._left)
+                first = self._id + step
+                self._id += chunk * step
+                self._left -= chunk
+                ids.extend(range(first, self._id + 1, step))
+                count -= chunk
         return ids
 
     _busy: int  # set while the lock holder changes state (the compiled hot path then waits)
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the lock for a state change; see the module docstring."""
+        with self._lock:
+            self._busy = 1
+            try:
+                yield
+            finally:
+                self._busy = 0
+
+    def _pause(self, seconds: float, sleep: Callable[[float], None]) -> None:
+        """Sleep with the lock released, inside ``_changing()``: other threads go on meanwhile,
+        so the caller must read the clock and the state again afterwards."""
+        lock = self._lock
+        self._busy = 0
+        lock.release()
+        try:
+            sleep(seconds)
+        finally:
+            lock.acquire()
+            self._busy = 1
 
     def _ensure_room(self, wanted: int) -> None:
         """Make ``self._left`` positive: a new tick or block, running ahead, waiting or raising."""
@@ -119,10 +161,14 @@ class IdGenerator:
 
     def close(self) -> None:
         """Give the node back to its source, saying how far it issued (so a later holder of the
-        node starts after that); the generator takes a node again at its next call."""
-        with self._lock:
-            self._drop_assignment()
-            self._mark_stale()
+        node starts after that). The generator is done: a later call raises NodeError, since
+        the node's next holder may already be issuing from the fence written here."""
+        with self._changing():  # the hot path stops before the fence is read
+            self._closed = True
+            try:
+                self._drop_assignment()
+            finally:  # even when the release fails: nothing more is issued from this node
+                self._mark_stale()
 
     def __del__(self) -> None:
         # A dropped generator frees its node; the release fences the node's next holder. Never
@@ -136,7 +182,6 @@ class IdGenerator:
         """Send the next call down the slow path, which takes a node before issuing."""
         self._stale = True
         self._left = 0
-        self._busy = 0
 
     def _drop_assignment(self) -> None:
         assignment, self._assignment = self._assignment, None
@@ -149,6 +194,7 @@ class IdGenerator:
 
     def _assign(self) -> Assignment:
         """Take fresh node values from the source; the source raises when it has none."""
+        self._check_owner()
         self._drop_assignment()
         source = self._source
         if source is None:
@@ -162,8 +208,29 @@ class IdGenerator:
         self._stale = False
         return assignment
 
+    def _check_owner(self) -> None:
+        """Before every node claim: a closed generator, or another process's fixed node, is
+        refused; a child of a lease-source generator becomes its owner."""
+        if self._closed:
+            raise GeneratorClosed(
+                f"this generator of layout {self.layout.name!r} was closed and its node given "
+                "back, so it never issues again; make a new one (make_generator) or ask the "
+                "registry for the current one (django_app generator_for, sqlalchemy_ext "
+                "get_generator)"
+            )
+        pid = os.getpid()
+        if pid == self._owner_pid:
+            return
+        source = self._source
+        if source is None or isinstance(source, FixedSource):  # None: the environment's node
+            described = source.description if source else "the node from the environment"
+            raise forked_child_error(described, self._owner_pid)
+        self._owner_pid = pid
+
     def forked(self) -> None:
-        """In a child after fork: a new lock, and the parent's node is never used again."""
+        """In a child after fork (the at-fork hook): a new lock, and the parent's node is never
+        used again; the next call claims a node for this process, or is refused."""
         self._lock = threading.Lock()
+        self._busy = 0
         self._assignment = None  # the parent's; never released from here
         self._mark_stale()

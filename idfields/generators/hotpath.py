@@ -18,7 +18,8 @@ class PureTimeCore:
 
     The current tick is still usable while the clock reads inside ``[_floor_ns, _end_ns)``
     (the tick itself, or up to ``max_skew`` before it): the same decision as the compiled
-    core's ``tick <= _tick and tick + _skew_ticks >= _tick``, without the division.
+    core's ``tick <= _tick and tick + _skew_ticks >= _tick``, without the division. The
+    compiled core also starts a new tick inline; here the slow path does, to the same effect.
     """
 
     _lock: threading.Lock
@@ -38,7 +39,7 @@ class PureTimeCore:
     _busy: int
     _floor_ns: int
     _end_ns: int
-    _issue_at: Callable[[int], int]  # the slow path, defined by TimeGenerator
+    _locked_issue: Callable[[], int]  # the slow path, defined by TimeGenerator
 
     def __call__(self) -> int:
         # acquire/release: cheaper than ``with`` on 3.11; the window test replaces tick maths.
@@ -49,9 +50,9 @@ class PureTimeCore:
                 self._left -= 1
                 self._id += self._step
                 return self._id
-            return self._issue_at((self._clock() - self._epoch_ns) // self._unit_ns)
         finally:
             lock.release()
+        return self._locked_issue()
 
 
 def _compiled() -> type | None:

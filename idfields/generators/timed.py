@@ -26,6 +26,12 @@ STALE_TICK = 1 << 62  # larger than any tick: sends the next call down the slow 
 NO_LIMIT = (1 << 63) - 1
 
 
+def _whole_ns(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueOutOfRange(f"{name} must be a whole number of ns >= 0, got {value!r}")
+    return value
+
+
 class TimeGenerator(TimeCore, IdGenerator):
     """IDs from a timestamp, the node and a per-tick sequence; see the module docstring."""
 
@@ -44,8 +50,8 @@ class TimeGenerator(TimeCore, IdGenerator):
         stamp = self.layout.timestamp
         if stamp is None:
             raise TypeError(f"layout {self.layout.name!r} has no timestamp; use CounterGenerator")
-        if max_skew_ns < 0:
-            raise ValueOutOfRange(f"max_skew_ns must be >= 0, got {max_skew_ns}")
+        max_skew_ns = _whole_ns("max_skew_ns", max_skew_ns)
+        max_wait_ns = max_skew_ns if max_wait_ns is None else _whole_ns("max_wait_ns", max_wait_ns)
         self._clock = clock
         self._sleep = sleep
         self._epoch_ns = self.layout.epoch_ns
@@ -56,16 +62,16 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._renew_tick = self._expiry_tick = self._limit_tick = self._max_tick
         self._renew_error: Exception | None = None
         self._skew_ticks = max_skew_ns // self._unit_ns
-        self._max_wait_ns = max_skew_ns if max_wait_ns is None else max_wait_ns
+        self._max_wait_ns = max_wait_ns
 
-    def _locked_issue(self, tick: int) -> int:
-        """The compiled hot path's way out: any ID but the plain next one, under the lock."""
-        with self._lock:
-            self._busy = 1
-            try:
-                return self._issue_at(tick)
-            finally:
-                self._busy = 0
+    def _locked_issue(self) -> int:
+        """Either hot path's way out: any ID but the plain next one, under the lock. The clock
+        is read again here: the hot path's reading is old once another thread let go of it."""
+        with self._changing():
+            return self._issue_at(self._now_tick())
+
+    def _now_tick(self) -> int:
+        return (self._clock() - self._epoch_ns) // self._unit_ns
 
     def _issue_at(self, tick: int) -> int:
         """The next ID when the clock reads ``tick`` (the caller holds the lock)."""
@@ -75,7 +81,7 @@ class TimeGenerator(TimeCore, IdGenerator):
         return self._id
 
     def _ensure_room(self, wanted: int) -> None:
-        self._room_at((self._clock() - self._epoch_ns) // self._unit_ns, wanted)
+        self._room_at(self._now_tick(), wanted)
 
     def _room_at(self, tick: int, wanted: int) -> None:
         if tick > self._tick:
@@ -146,13 +152,14 @@ class TimeGenerator(TimeCore, IdGenerator):
         return self._epoch_ns + (self._tick + 1) * self._unit_ns - 1  # the last ns of the tick
 
     def _make_room(self, now_tick: int, wanted: int) -> None:
-        """The slow path: assign a node, run ahead within the skew bound, wait, or raise."""
-        if self._stale:
-            fence = self._assign().not_before_ns
-            self._tick = max(0, self.layout.tick_of(fence)) if fence else 0
-            self._left = 0
+        """The slow path: assign a node, run ahead within the skew bound, wait, or raise. Each
+        turn decides from the state afresh: while it waited, other threads went on."""
         waited_ns = 0
         while True:
+            if self._stale:  # first use, after fork or close: claim a node (or be refused)
+                fence = self._assign().not_before_ns
+                self._tick = max(0, self.layout.tick_of(fence)) if fence else 0
+                self._left = 0
             if now_tick > self._tick:
                 self._begin(now_tick)
                 return
@@ -162,15 +169,15 @@ class TimeGenerator(TimeCore, IdGenerator):
                     self._begin(target)
                 return
             waited_ns += self._wait_for(target, now_tick, wanted, waited_ns)
-            now_tick = (self._clock() - self._epoch_ns) // self._unit_ns
+            now_tick = self._now_tick()
 
     def _wait_for(self, target: int, now_tick: int, wanted: int, waited_ns: int) -> int:
-        """Sleep until ``target`` is within the skew bound (batched for ``take()``); the total
-        wait of one call is bounded by ``max_wait``, so a stuck clock raises instead of hanging."""
+        """Sleep (lock released) until ``target`` is within the skew bound, batched for
+        ``take()``; what one call sleeps in total stays within ``max_wait``, so a stuck clock
+        raises instead of hanging."""
         behind = target - self._skew_ticks - now_tick
-        batch = min(-(-wanted // self._per_block), max(self._skew_ticks // 2, 1))
-        wait_ns = max(behind, batch) * self._unit_ns if behind <= 1 else behind * self._unit_ns
-        if waited_ns + behind * self._unit_ns > self._max_wait_ns:
+        budget_ns = self._max_wait_ns - waited_ns
+        if behind * self._unit_ns > budget_ns:
             raise ClockMovedBackwards(
                 f"the clock is {(target - now_tick) * self._unit_ns / 1e9:.3f} s behind the "
                 f"last ID issued by layout {self.layout.name!r} node {self.node}; idfields runs "
@@ -178,7 +185,9 @@ class TimeGenerator(TimeCore, IdGenerator):
                 f"waits at most {self._max_wait_ns / 1e9:.3f} s (max_wait). No ID was issued: "
                 "fix the host clock (NTP) or retry once it has caught up"
             )
-        self._sleep(wait_ns / 1e9)
+        batch = min(-(-wanted // self._per_block), max(self._skew_ticks // 2, 1))
+        wait_ns = min((max(behind, batch) if behind <= 1 else behind) * self._unit_ns, budget_ns)
+        self._pause(wait_ns / 1e9, self._sleep)
         return wait_ns
 
     def _mark_stale(self) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 
+from idfields.errors import LayoutError
+
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: Nanoseconds per tick for each supported timestamp unit.
@@ -35,6 +37,9 @@ class Timestamp:
     minimum: int = 0
     maximum: int | None = None
 
+    def __post_init__(self) -> None:
+        _whole_numbers(self, "width", "minimum", "maximum")
+
 
 @dataclass(frozen=True)
 class Node:
@@ -52,6 +57,9 @@ class Node:
     maximum: int | None = None
     zero_is_test: bool = False
 
+    def __post_init__(self) -> None:
+        _whole_numbers(self, "width", "minimum", "maximum")
+
 
 @dataclass(frozen=True)
 class Sequence:
@@ -63,6 +71,9 @@ class Sequence:
     minimum: int = 0
     maximum: int | None = None
 
+    def __post_init__(self) -> None:
+        _whole_numbers(self, "width", "minimum", "maximum")
+
 
 @dataclass(frozen=True)
 class Constant:
@@ -72,6 +83,9 @@ class Constant:
     _: KW_ONLY
     value: int = 0
     name: str = "version"
+
+    def __post_init__(self) -> None:
+        _whole_numbers(self, "width", "value")
 
     @property
     def minimum(self) -> int:
@@ -83,3 +97,14 @@ class Constant:
 
 
 FieldSpec = Timestamp | Node | Sequence | Constant
+
+
+def _whole_numbers(spec: FieldSpec, *names: str) -> None:
+    """Refuse a bool, float or str where a width or bound belongs (``True`` would pass as 1)."""
+    for name in names:
+        value = getattr(spec, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise LayoutError(
+                f"{type(spec).__name__} field {spec.name!r}: {name}={value!r} is not a whole "
+                "number; pass an int"
+            )

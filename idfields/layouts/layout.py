@@ -379,6 +379,11 @@ class Layout:
         return result
 
     def check_value(self, placed: PlacedField, value: int) -> None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueOutOfRange(
+                f"field {placed.name!r} = {value!r} in layout {self.name!r} is not a whole "
+                "number; pass an int"
+            )
         if not placed.minimum <= value <= placed.maximum:
             raise ValueOutOfRange(
                 f"field {placed.name!r} = {value} is out of range "

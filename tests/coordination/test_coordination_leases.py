@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from clocks import MS, FakeClock
 from coordination_procs import CONTEXT, gate_of, run_together
 from dbapi_database import DbApiDatabase
+from generator_support import MS, FakeClock
 
 from idfields import Layout, Node, NodeError, Sequence, Timestamp, make_generator
 from idfields.coordination import LeaseSource, list_leases
@@ -74,8 +74,7 @@ def test_reuse_is_fenced_after_the_old_expiry(db: DbApiDatabase, unique: str) ->
         NodeError, match=rf"no free node for layout 'fence_{unique}'.* of its 1 nodes"
     ):
         LeaseSource(db).acquire(layout)
-    later = FakeClock.at_real_time()
-    later.advance(0.08)  # past the first lease's 50 ms
+    later = FakeClock(time.time_ns() + 80 * MS)  # past the first lease's 50 ms
     second = LeaseSource(db, clock=later).acquire(layout)
     assert second.values == first.values
     assert second.not_before_ns == first.valid_until_ns
@@ -180,7 +179,7 @@ def test_sigkilled_holder_is_fenced_out_of_the_newcomers_ids(
 
 def test_a_lost_lease_moves_the_generator_to_another_node(db: DbApiDatabase, unique: str) -> None:
     layout = lease_layout(f"lost_{unique}", node_bits=1)  # nodes 0 and 1
-    clock = FakeClock.at_real_time()
+    clock = FakeClock(time.time_ns())
     generator = make_generator(
         layout, LeaseSource(db, ttl_s=0.3, clock=clock), clock=clock, sleep=clock.sleep
     )
@@ -192,7 +191,7 @@ def test_a_lost_lease_moves_the_generator_to_another_node(db: DbApiDatabase, uni
     assert thief.values == {"node": lost}
     assert other.release is not None
     other.release(time.time_ns())  # the neighbour exits: its node is free again
-    clock.advance(0.15)  # past renew_after (ttl / 3): the next ID renews, finds the lease lost
+    clock.sleep(0.15)  # past renew_after (ttl / 3): the next ID renews, finds the lease lost
     after = generator.take(10)
     assert generator.node == {"node": 1 - lost}
     assert before < after[0] and len(set(after)) == 10
