@@ -13,7 +13,8 @@ test: $(VENV)/.installed-dev
 	$(VENV)/bin/pytest
 	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py tests/hostile
 
-demo: $(VENV)/.installed-dev
+# The demo needs the core and the compare extra only, not the dev toolchain.
+demo: $(VENV)/.installed-demo
 	$(VENV)/bin/idfields $(DEMO_ARGS)
 
 bench: $(VENV)/.installed-bench
@@ -25,6 +26,10 @@ $(PYTHON):
 # Stamps: make compares their age with pyproject.toml, so an unchanged project installs once.
 $(VENV)/.installed-dev: pyproject.toml | $(PYTHON)
 	$(PYTHON) -m pip install -e '.[dev]'
+	touch $@
+
+$(VENV)/.installed-demo: pyproject.toml | $(PYTHON)
+	$(PYTHON) -m pip install -e '.[demo]'
 	touch $@
 
 $(VENV)/.installed-bench: pyproject.toml | $(PYTHON)

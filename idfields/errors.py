@@ -37,3 +37,15 @@ class ClockMovedBackwards(IdFieldsError, RuntimeError):
 
 class LayoutExhausted(IdFieldsError, RuntimeError):
     """The layout's timestamp (or its space of generator/run ids) has run out."""
+
+
+class TablesMissing(NodeError):
+    """The idfields tables (node leases, launches, counters) are not in the database."""
+
+
+class IdFieldsWarning(UserWarning):
+    """Base class of every idfields warning."""
+
+
+class NarrowColumnWarning(IdFieldsWarning):
+    """A column that must hold idfields keys is narrower than BIGINT (a foreign key, say)."""

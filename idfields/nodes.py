@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from idfields import forking
 from idfields.errors import NodeError, NodeNotConfigured, ValueOutOfRange
 from idfields.layouts import Layout, Node, PlacedField
 
@@ -100,9 +101,9 @@ class _FixedClaims:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._issued_until: dict[tuple[Layout, tuple[tuple[str, int], ...]], int] = {}
-        os.register_at_fork(after_in_child=self._after_fork)
+        forking.track(self)
 
-    def _after_fork(self) -> None:
+    def forked(self) -> None:
         self._lock = threading.Lock()  # the parent's may have been held by another thread
 
     def claim(self, layout: Layout, values: dict[str, int], description: str) -> Assignment:

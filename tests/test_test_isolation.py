@@ -58,7 +58,7 @@ REACHING_SERVERS = [
     "tests/sqlalchemy/test_sqlalchemy_columns.py",
     "tests/sqlalchemy/test_sqlalchemy_alembic.py",
     "tests/coordination/test_coordination_leases.py",
-    "tests/django_project/test_django_fields.py",
+    "tests/django_project",
     "tests/convert/test_convert_django.py",
     "tests/pg/test_catalog_db.py",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from idfields.errors import IdFieldsError
@@ -13,9 +14,16 @@ HELP = "insert N rows keyed by AUTO_INCREMENT, k-sorted IDs and UUIDs; compare s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--database-url",
-        help="postgresql://... or mysql://... (default: an embedded SQLite database)",
+        help="postgresql://..., mysql://... or sqlite:///file.db (default: a temporary SQLite "
+        "database)",
     )
     parser.add_argument("--rows", type=_rows, default=10_000, help="rows per table (10,000)")
+    parser.add_argument(
+        "--repeat",
+        type=_repeat,
+        default=3,
+        help="runs of each strategy, interleaved; the table shows median and spread (3)",
+    )
     parser.add_argument("--out", help="directory for compare.json and compare.png")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
@@ -40,7 +48,11 @@ def run_document(args: argparse.Namespace) -> dict[str, Any]:
 
     try:
         report = run_comparison(
-            args.database_url, args.rows, args.out, progress=not args.no_progress
+            args.database_url,
+            args.rows,
+            args.out,
+            progress=not args.no_progress,
+            repeat=args.repeat,
         )
     except ValueError as error:
         raise IdFieldsError(str(error)) from None
@@ -61,7 +73,17 @@ def run_cli(args: argparse.Namespace) -> int:
     """Run, print the table (rich when installed), return the exit status."""
     from idfields.compare.runner import run_comparison
 
-    report = run_comparison(args.database_url, args.rows, args.out, progress=not args.no_progress)
+    try:
+        report = run_comparison(
+            args.database_url,
+            args.rows,
+            args.out,
+            progress=not args.no_progress,
+            repeat=args.repeat,
+        )
+    except ValueError as error:
+        print(f"idfields compare: {error}", file=sys.stderr)
+        return 2
     report.print()
     if args.out:
         print(f"wrote {args.out}/compare.json and {args.out}/compare.png")
@@ -75,4 +97,14 @@ def _rows(text: str) -> int:
         raise argparse.ArgumentTypeError(f"--rows takes a whole number, got {text!r}") from None
     if value < 10:
         raise argparse.ArgumentTypeError(f"--rows must be at least 10, got {value}")
+    return value
+
+
+def _repeat(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--repeat takes a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--repeat must be at least 1, got {value}")
     return value

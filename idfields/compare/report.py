@@ -1,8 +1,15 @@
-"""The comparison's result: a terminal table, a JSON file and a one-glance PNG chart."""
+"""The comparison's result: a terminal table, a JSON file and a one-glance PNG chart.
+
+Each (strategy, path) is timed ``repeat`` times, interleaved with the others, so a moment of
+noise hits every strategy alike. A rate is shown as its median and its spread (the lowest to
+the highest run, relative to the median); a ratio to the baseline whose ranges overlap the
+baseline's is marked a tie: the runs cannot tell the two apart.
+"""
 
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +23,37 @@ METRICS = (
     ("range_query_s", "recent rows query", "s"),
 )
 
+# What each chart panel measures, printed under it (and in the README).
+CAPTIONS = {
+    "speed": "rows/s of batched INSERTs (executemany, 1,000 a batch) over the baseline's; bar: "
+    "median of the runs, whisker: slowest to fastest run; 'tie': within the baseline's spread",
+    "index": "bytes of the primary key's b-tree after the batch insert; on SQLite and MariaDB "
+    "every table is clustered on its key, so this is the whole table for every strategy",
+    "order": "how closely key order follows insert order (1: appends at the right edge of the "
+    "index, 0: lands anywhere, as UUIDv4 does)",
+    "recent": "the newest tenth of the rows: an id range for time-ordered keys, a scan of "
+    "created_us for the others (which would need a second index on it)",
+}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Rows/s of one (strategy, path) over its runs."""
+
+    runs: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.runs)
+
+    @property
+    def spread(self) -> float:
+        """(fastest - slowest) / median: 0.1 means the runs lay within 10% of each other."""
+        return (max(self.runs) - min(self.runs)) / self.median
+
+    def overlaps(self, other: Rate) -> bool:
+        return min(self.runs) <= max(other.runs) and min(other.runs) <= max(self.runs)
+
 
 @dataclass
 class Report:
@@ -25,7 +63,8 @@ class Report:
     rows: int
     strategies: list[str]
     labels: dict[str, str]
-    rates: dict[str, dict[str, float]] = field(default_factory=dict)
+    repeat: int = 1
+    runs: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -34,18 +73,36 @@ class Report:
         return self.strategies[0]
 
     def add_timing(self, strategy: str, path: str, rows_per_s: float) -> None:
-        self.rates.setdefault(strategy, {})[path] = rows_per_s
+        self.runs.setdefault(strategy, {}).setdefault(path, []).append(rows_per_s)
+
+    def rate(self, strategy: str, path: str) -> Rate | None:
+        runs = self.runs.get(strategy, {}).get(path)
+        return Rate(tuple(runs)) if runs else None
 
     def ratio(self, strategy: str, path: str) -> float | None:
-        """Rows/s relative to the AUTO_INCREMENT baseline on the same path (> 1: faster)."""
-        base = self.rates.get(self.baseline, {}).get(path)
-        mine = self.rates.get(strategy, {}).get(path)
-        return None if base is None or mine is None else mine / base
+        """Median rows/s relative to the baseline's on the same path (> 1: faster)."""
+        base, mine = self.rate(self.baseline, path), self.rate(strategy, path)
+        return None if base is None or mine is None else mine.median / base.median
+
+    def ratio_range(self, strategy: str, path: str) -> tuple[float, float] | None:
+        """Slowest and fastest run over the baseline's median."""
+        base, mine = self.rate(self.baseline, path), self.rate(strategy, path)
+        if base is None or mine is None:
+            return None
+        return min(mine.runs) / base.median, max(mine.runs) / base.median
+
+    def tie(self, strategy: str, path: str) -> bool:
+        """Whether the runs of ``strategy`` and the baseline overlap (not for the baseline)."""
+        base, mine = self.rate(self.baseline, path), self.rate(strategy, path)
+        if strategy == self.baseline or base is None or mine is None:
+            return False
+        return mine.overlaps(base)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "database": self.database,
             "rows": self.rows,
+            "repeat": self.repeat,
             "baseline": self.baseline,
             "notes": self.notes,
             "strategies": [
@@ -53,8 +110,8 @@ class Report:
                     "name": name,
                     "label": self.labels[name],
                     "inserts": {
-                        path: {"rows_per_s": rate, "ratio_to_baseline": self.ratio(name, path)}
-                        for path, rate in self.rates.get(name, {}).items()
+                        path: self._insert(name, path, Rate(tuple(runs)))
+                        for path, runs in self.runs.get(name, {}).items()
                     },
                     "metrics": {
                         key: self.metrics.get(name, {}).get(key)
@@ -63,6 +120,15 @@ class Report:
                 }
                 for name in self.strategies
             ],
+        }
+
+    def _insert(self, name: str, path: str, rate: Rate) -> dict[str, Any]:
+        return {
+            "rows_per_s": rate.median,
+            "runs": list(rate.runs),
+            "spread": rate.spread,
+            "ratio_to_baseline": self.ratio(name, path),
+            "tie": self.tie(name, path),
         }
 
     def print(self) -> None:
@@ -75,15 +141,30 @@ class Report:
             print(text_table(document))
             return
         header, body = table_cells(document)
-        table = Table(title=f"idfields compare: {self.rows:,} rows on {self.database}")
+        table = Table(title=_title(document))
         for column in header:
             table.add_column(column, justify="left" if column == "strategy" else "right")
         for line in body:
             table.add_row(*line)
         console = Console(width=max(Console().width, 180))
         console.print(table)
-        for note in self.notes:
+        for note in _notes(document):
             console.print(f"note: {note}")
+
+
+def _title(document: dict[str, Any]) -> str:
+    return (
+        f"idfields compare: {document['rows']:,} rows on {document['database']}, "
+        f"median of {document['repeat']} interleaved runs"
+    )
+
+
+def _notes(document: dict[str, Any]) -> list[str]:
+    return [
+        "rows/s: median of the runs ± half their slowest-to-fastest range; (x) is the ratio to "
+        "the baseline's median, 'tie' where the two strategies' runs overlap",
+        *document["notes"],
+    ]
 
 
 def table_cells(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -96,14 +177,18 @@ def table_cells(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         row = [entry["label"]]
         for path in paths:
             insert = entry["inserts"].get(path)
-            row.append(
-                "-"
-                if insert is None
-                else f"{insert['rows_per_s']:,.0f} ({insert['ratio_to_baseline']:.2f}x)"
-            )
+            row.append("-" if insert is None else _show_rate(insert))
         row += [_show(entry["metrics"].get(key), unit) for key, _, unit in METRICS]
         body.append(row)
     return header, body
+
+
+def _show_rate(insert: dict[str, Any]) -> str:
+    tie = " tie" if insert["tie"] else ""
+    return (
+        f"{insert['rows_per_s']:,.0f} ±{insert['spread'] * 50:.0f}% "
+        f"({insert['ratio_to_baseline']:.2f}x{tie})"
+    )
 
 
 def text_table(document: dict[str, Any]) -> str:
@@ -113,7 +198,7 @@ def text_table(document: dict[str, Any]) -> str:
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in [header, *body]
     ]
-    return "\n".join([*lines, *(f"note: {note}" for note in document["notes"])])
+    return "\n".join([_title(document), *lines, *(f"note: {note}" for note in _notes(document))])
 
 
 def _show(value: Any, unit: str) -> str:
@@ -124,6 +209,27 @@ def _show(value: Any, unit: str) -> str:
     if unit == "s":
         return f"{value * 1000:.2f} ms"
     return f"{value:.3f}"
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """Fail before the run, in one line, when ``out_dir`` cannot receive the JSON and chart."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError(
+            "--out draws compare.png with matplotlib, which is not installed: "
+            "pip install 'idfields[compare]' (or leave out --out)"
+        ) from None
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        probe = out_dir / ".idfields-compare-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ValueError(
+            f"--out {out_dir} cannot be written ({error.strerror or error}); "
+            "give a directory you can write to"
+        ) from None
 
 
 def write_outputs(report: Report, out_dir: Path) -> tuple[Path, Path]:
@@ -142,55 +248,74 @@ def _chart(report: Report, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = [report.labels[name] for name in report.strategies]
-    colors = ["#888888" if n == report.baseline else "#1f77b4" for n in report.strategies]
-    panels: list[tuple[str, list[float | None]]] = [
+    names = report.strategies
+    labels = [report.labels[name] for name in names]
+    colors = ["#888888" if n == report.baseline else "#1f77b4" for n in names]
+    metric = {key: [report.metrics.get(n, {}).get(key) for n in names] for key, _, _ in METRICS}
+    panels: list[tuple[str, str, list[float | None]]] = [
         (
             "batch insert speed vs baseline (x, higher is better)",
-            [report.ratio(name, "batch") for name in report.strategies],
+            "speed",
+            [report.ratio(name, "batch") for name in names],
         ),
         (
-            "primary-key index size (KiB, lower is better)",
-            [_kib(report.metrics.get(n, {}).get("pk_index_bytes")) for n in report.strategies],
+            "primary-key b-tree size (KiB, lower is better)",
+            "index",
+            [None if v is None else v / 1024 for v in metric["pk_index_bytes"]],
         ),
         (
             "key order vs insert order (correlation, 1 = append-only)",
-            [report.metrics.get(n, {}).get("correlation") for n in report.strategies],
+            "order",
+            metric["correlation"],
         ),
         (
             "'recent rows' query (ms, lower is better)",
-            [_ms(report.metrics.get(n, {}).get("range_query_s")) for n in report.strategies],
+            "recent",
+            [None if v is None else v * 1000 for v in metric["range_query_s"]],
         ),
     ]
-    figure, axes = plt.subplots(2, 2, figsize=(13, 8), constrained_layout=True)
-    for axis, (title, values) in zip(axes.flat, panels, strict=True):
+    figure, axes = plt.subplots(2, 2, figsize=(14, 9), constrained_layout=True)
+    for axis, (title, caption, values) in zip(axes.flat, panels, strict=True):
         shown = [0.0 if v is None else float(v) for v in values]
         bars = axis.barh(labels, shown, color=colors)
         axis.invert_yaxis()
         axis.set_title(title, fontsize=11)
-        for bar, value in zip(bars, values, strict=True):
-            text = "n/a" if value is None else f"{value:,.2f}"
+        axis.set_xlabel(_wrap(CAPTIONS[caption]), fontsize=8, loc="left")
+        texts = ["n/a" if v is None else f"{v:,.2f}" for v in values]
+        ends = [bar.get_width() for bar in bars]
+        if caption == "speed":
+            _whiskers(axis, report, bars, texts, ends)
+        for bar, text, end in zip(bars, texts, ends, strict=True):
             axis.annotate(
                 text,
-                (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+                (end, bar.get_y() + bar.get_height() / 2),
                 xytext=(3, 0),
                 textcoords="offset points",
                 va="center",
                 fontsize=9,
             )
-        axis.margins(x=0.2)
+        axis.margins(x=0.25)
     figure.suptitle(
-        f"idfields compare: {report.rows:,} rows on {report.database} "
-        f"(grey: {report.labels[report.baseline]})",
-        fontsize=13,
+        f"{_title(report.to_dict())} (grey: {report.labels[report.baseline]})", fontsize=13
     )
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
-def _kib(value: Any) -> float | None:
-    return None if value is None else value / 1024
+def _whiskers(axis: Any, report: Report, bars: Any, texts: list[str], ends: list[float]) -> None:
+    """Slowest-to-fastest run of each strategy as a line over its bar; ties say so."""
+    for index, (name, bar) in enumerate(zip(report.strategies, bars, strict=True)):
+        span = report.ratio_range(name, "batch")
+        if span is None:
+            continue
+        middle = bar.get_y() + bar.get_height() / 2
+        axis.plot(span, [middle, middle], color="black", linewidth=1.2)
+        ends[index] = max(ends[index], span[1])
+        if report.tie(name, "batch"):
+            texts[index] += " (tie)"
 
 
-def _ms(value: Any) -> float | None:
-    return None if value is None else value * 1000
+def _wrap(text: str, width: int = 80) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))

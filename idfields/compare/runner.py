@@ -11,7 +11,7 @@ from pathlib import Path
 
 from idfields.compare.backends import Backend, PostgresBackend, connect
 from idfields.compare.ids import Strategy, strategies
-from idfields.compare.report import Report, write_outputs
+from idfields.compare.report import Report, check_out_dir, write_outputs
 
 Advance = Callable[[str], None]
 
@@ -31,18 +31,25 @@ def run_comparison(
     rows: int = 10_000,
     out_dir: str | Path | None = None,
     progress: bool = True,
+    repeat: int = 3,
 ) -> Report:
     """Compare AUTO_INCREMENT, app-side and DB-side k-sorted IDs and UUIDs on one database.
 
     Without ``database_url`` an SQLite file in a temporary directory is used (no server).
-    ``out_dir`` gets ``compare.json`` and ``compare.png``.
+    Each strategy and path runs ``repeat`` times, interleaved with the others. ``out_dir`` gets
+    ``compare.json`` and ``compare.png``; it is checked before the run, so a bad one costs
+    nothing. Everything made in the database is removed again.
     """
     if rows < 10:
         raise ValueError(f"rows={rows} is too few to measure; use at least 10")
+    if repeat < 1:
+        raise ValueError(f"repeat={repeat}: each strategy must run at least once")
+    if out_dir is not None:
+        check_out_dir(Path(out_dir))
     with tempfile.TemporaryDirectory(prefix="idfields-compare-") as scratch:
         backend = connect(database_url, scratch)
         try:
-            report = _measure(backend, rows, progress)
+            report = _measure(backend, rows, progress, repeat)
         finally:
             backend.close()
     if out_dir is not None:
@@ -50,41 +57,53 @@ def run_comparison(
     return report
 
 
-def _measure(backend: Backend, rows: int, progress: bool) -> Report:
-    chosen = strategies(backend.vendor, isinstance(backend, PostgresBackend) and backend.db_side)
+def _measure(backend: Backend, rows: int, progress: bool, repeat: int) -> Report:
+    postgres = backend if isinstance(backend, PostgresBackend) else None
+    chosen = strategies(backend.vendor, postgres is not None and postgres.db_side)
     plan = [(strategy, path) for strategy in chosen for path in applicable(backend, strategy)]
     report = Report(
-        backend.vendor, rows, [s.name for s in chosen], {s.name: s.label for s in chosen}
+        backend.vendor, rows, [s.name for s in chosen], {s.name: s.label for s in chosen}, repeat
     )
-    if isinstance(backend, PostgresBackend) and not backend.db_side:
+    if postgres is not None and postgres.db_side_error is not None:
         report.notes.append(
-            "snowflake (PL/pgSQL) skipped: idfields.next_snowflake() is not installed and "
-            "public.idfields_node_lease is missing; run the idfields migrations first"
+            "snowflake (PL/pgSQL) skipped: its functions could not be installed in the scratch "
+            f"schema: {postgres.db_side_error}"
         )
-    if isinstance(backend, PostgresBackend):
+    if postgres is not None:
         report.notes.append("WAL bytes are cluster-wide: other sessions' writes count too")
     _warm_up(backend, chosen[0], min(rows, 1000))
-    with _progress(len(plan), progress) as advance:
-        for strategy, path in plan:
-            table = f"idfields_cmp_{strategy.name}"
-            backend.create(table, strategy)
-            wal = backend.wal_position() if isinstance(backend, PostgresBackend) else None
-            started = time.perf_counter()
-            backend.insert(path, table, strategy, rows)
-            seconds = time.perf_counter() - started
-            report.add_timing(strategy.name, path, rows / seconds)
-            if path == "batch":
-                metrics = backend.metrics(table, strategy)
-                if wal is not None and isinstance(backend, PostgresBackend):
-                    metrics["wal_bytes"] = backend.wal_since(wal)
-                # "Rows of the last hour", scaled to the run: the newest tenth of the rows.
-                metrics["range_query_s"], metrics["range_query_rows"] = backend.range_query(
-                    table, strategy, rows - rows // 10
-                )
-                report.metrics[strategy.name] = metrics
-            backend.drop(table)
-            advance(f"{strategy.name} {path}")
+    with _progress(len(plan) * repeat, progress) as advance:
+        for round_ in range(repeat):
+            # Interleaved, and each round starts elsewhere: no strategy always goes first.
+            shift = round_ * len(plan) // repeat
+            for strategy, path in plan[shift:] + plan[:shift]:
+                _run_one(backend, report, strategy, path, measure=round_ == 0 and path == "batch")
+                advance(f"{strategy.name} {path} ({round_ + 1}/{repeat})")
     return report
+
+
+def _run_one(
+    backend: Backend, report: Report, strategy: Strategy, path: str, measure: bool
+) -> None:
+    """Time one insert of ``report.rows`` rows into a fresh table; sizes from the first batch."""
+    table = f"idfields_cmp_{strategy.name}"
+    rows = report.rows
+    backend.create(table, strategy)
+    postgres = backend if isinstance(backend, PostgresBackend) else None
+    wal = postgres.wal_position() if postgres is not None else None
+    started = time.perf_counter()
+    backend.insert(path, table, strategy, rows)
+    report.add_timing(strategy.name, path, rows / (time.perf_counter() - started))
+    if measure:
+        metrics = backend.metrics(table, strategy)
+        if wal is not None and postgres is not None:
+            metrics["wal_bytes"] = postgres.wal_since(wal)
+        # "Rows of the last hour", scaled to the run: the newest tenth of the rows.
+        metrics["range_query_s"], metrics["range_query_rows"] = backend.range_query(
+            table, strategy, rows - rows // 10
+        )
+        report.metrics[strategy.name] = metrics
+    backend.drop(table)
 
 
 def _warm_up(backend: Backend, strategy: Strategy, rows: int) -> None:

@@ -14,6 +14,18 @@ Candidates are tried in random order, so many processes starting at once spread 
 space instead of all racing for node 0. A clean exit releases the row (its expiry drops to what
 the holder really issued), so restarts reuse nodes and never exhaust the space; a killed
 process's row lapses ``ttl`` after its last renewal.
+
+Rows are keyed by the layout's identity (:attr:`Layout.lease_key`: the bare name of a built-in,
+``name#<fingerprint>`` of a user layout), not its name. A layout changed under its old name
+during a rolling deploy (Node 8 / Sequence 14 to Node 10 / Sequence 12) packs its fields
+differently, so no choice of distinct node numbers keeps the two apart: while live processes
+hold a node of the same name under another key, the claim is refused, naming the fix. The check
+runs after the claim as well, so of two processes of different layouts starting at once at
+least one sees the other and gives its node back.
+
+A database error backs the source off (0.1 s, doubling up to 10 s) before its next attempt, so
+a generator that lost its lease during an outage retries instead of hammering the database or
+giving up.
 """
 
 from __future__ import annotations
@@ -23,6 +35,7 @@ import os
 import random
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -37,6 +50,8 @@ logger = logging.getLogger("idfields.coordination")
 
 _NS_PER_MS = 1_000_000
 _PROBES = 32  # random nodes tried before enumerating the whole space
+_FIRST_BACKOFF_MS = 100
+_MAX_BACKOFF_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -73,36 +88,103 @@ class LeaseSource:
         self._ttl_ms = round(ttl_s * 1000)
         self._holder = holder
         self._clock = clock
+        self._backoff = _Backoff()
 
     def __repr__(self) -> str:
         return f"LeaseSource(ttl_s={self._ttl_ms / 1000})"
 
     def acquire(self, layout: Layout) -> Assignment:
         placed = _lease_field(layout)
-        name = check_length("layout name", layout.name, 64)
+        self._backoff.check(self._now_ms())
+        try:
+            lease = self._acquire(layout, placed)
+        except NodeError:  # the node space, not the database: nothing to back off from
+            raise
+        except Exception as error:
+            self._backoff.failed(self._now_ms(), error)
+            raise
+        self._backoff.succeeded()
+        return lease.assignment(placed.name)
+
+    def _acquire(self, layout: Layout, placed: PlacedField) -> _Lease:
+        key = check_length("layout lease key", layout.lease_key, 64)
         holder = self._holder_name()
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
-            rows = self._database.execute(
-                "SELECT node, expires_at_ms FROM idfields_node_lease WHERE layout = %s", [name]
-            ).rows
-            expiries = {int(node): int(expires) for node, expires in rows}
+            expiries, fence = self._expiries(layout, key, now)
             for node in _candidates(placed, expiries, now):
-                lease = self._claim(name, node, expiries.get(node), holder, now)
+                old_expiry = expiries.get(node)
+                lease = self._claim(key, node, old_expiry, holder, now, max(old_expiry or 0, fence))
                 if lease is not None:
-                    return lease.assignment(placed.name)
+                    self._check_no_other_layout(layout, key, lease)
+                    return lease
         live = sum(1 for expires in expiries.values() if expires >= now)
         raise NodeError(
-            f"no free node for layout {name!r}: {live} of its {placed.size} nodes "
+            f"no free node for layout {layout.name!r}: {live} of its {placed.size} nodes "
             f"({placed.minimum}..{placed.maximum}) are leased by live processes. Run fewer "
             f"processes per layout, wait up to {self._ttl_ms / 1000:g} s for the leases of dead "
             "ones to lapse, or use a layout with a wider node field; the lease table "
             "(manage.py idfields_nodes, or list_leases()) shows the holders"
         )
 
+    def _expiries(self, layout: Layout, key: str, now: int) -> tuple[dict[int, int], int]:
+        """The expiry of each node row of ``key``, and the fence of every other layout of the
+        same name (the last time any of them may have issued); refuses while one is live."""
+        expiries: dict[int, int] = {}
+        fence = 0
+        for row_key, node, holder, expires in self._same_name_rows(layout):
+            if row_key == key:
+                expiries[node] = expires
+            elif holder and expires >= now:
+                raise self._other_layout(layout, row_key, node)
+            else:
+                fence = max(fence, expires)
+        return expiries, fence
+
+    def _check_no_other_layout(self, layout: Layout, key: str, lease: _Lease) -> None:
+        """After a claim: a process of another layout of this name that claimed at the same
+        time is seen now (its claim committed before our check, or ours before its check)."""
+        try:
+            self._expiries(layout, key, self._now_ms())
+        except NodeError:
+            lease.release(0)
+            raise
+
+    def _same_name_rows(self, layout: Layout) -> list[tuple[str, int, str, int]]:
+        """Lease rows of every layout named like ``layout`` (bare name or ``name#...``)."""
+        bare = layout.lease_key.partition("#")[0]
+        where, params = _named(bare)
+        rows = self._database.execute(
+            f"SELECT layout, node, holder, expires_at_ms FROM idfields_node_lease WHERE {where}",  # noqa: S608
+            params,
+        ).rows
+        return [
+            (str(key), int(node), str(holder), int(expires))
+            for key, node, holder, expires in rows
+            if _is_named(str(key), bare)
+        ]
+
+    def _other_layout(self, layout: Layout, key: str, node: int) -> NodeError:
+        return NodeError(
+            f"layout {layout.name!r} (lease key {layout.lease_key!r}) differs from the layout "
+            f"of that name that live processes use (lease key {key!r}, node {node}): IDs of "
+            "two layouts packed differently would overlap. Keep the old layout until every "
+            "process using it has stopped (leases end at exit, or lapse within "
+            f"{self._ttl_ms / 1000:g} s of a crash), then start the new one; manage.py "
+            "idfields_nodes (or list_leases()) shows the holders"
+        )
+
     def _claim(
-        self, layout: str, node: int, old_expiry: int | None, holder: str, now: int
+        self,
+        layout: str,
+        node: int,
+        old_expiry: int | None,
+        holder: str,
+        now: int,
+        fence: int | None = None,
     ) -> _Lease | None:
+        """Take ``node`` if its row still has ``old_expiry``; fenced at ``fence`` (default: that
+        expiry, the latest time its previous holder may have issued)."""
         expires = now + self._ttl_ms
         if old_expiry is None:
             won = insert_if_absent(
@@ -122,7 +204,9 @@ class LeaseSource:
             )
         if not won:
             return None
-        return _Lease(self, layout, node, holder, now, expires, fence_ms=old_expiry or 0)
+        if fence is None:
+            fence = old_expiry or 0
+        return _Lease(self, layout, node, holder, now, expires, fence)
 
     def _holder_name(self) -> str:
         base = self._holder or f"{socket.gethostname()[:200]}:{os.getpid()}"
@@ -130,6 +214,39 @@ class LeaseSource:
 
     def _now_ms(self) -> int:
         return self._clock() // _NS_PER_MS
+
+
+class _Backoff:
+    """After a database error, no attempt before a delay that doubles up to 10 s; thread-safe,
+    so the generators of several layouts sharing a source back off together."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._delay_ms = 0
+        self._retry_at_ms = 0
+        self._error: Exception | None = None
+
+    def check(self, now_ms: int) -> None:
+        with self._lock:
+            if self._error is None or now_ms >= self._retry_at_ms:
+                return
+            wait_s, error = (self._retry_at_ms - now_ms) / 1000, self._error
+        raise NodeError(
+            f"node leases are unavailable: the database failed ({error!r}); the next attempt "
+            f"is in {wait_s:.3f} s (back-off up to {_MAX_BACKOFF_MS / 1000:g} s). Check the "
+            "database connection; no ID was issued"
+        ) from error
+
+    def failed(self, now_ms: int, error: Exception) -> None:
+        with self._lock:
+            self._delay_ms = min(max(2 * self._delay_ms, _FIRST_BACKOFF_MS), _MAX_BACKOFF_MS)
+            self._retry_at_ms = now_ms + self._delay_ms
+            self._error = error
+
+    def succeeded(self) -> None:
+        with self._lock:
+            self._delay_ms = 0
+            self._error = None
 
 
 class _Lease:
@@ -207,14 +324,20 @@ class _Lease:
 def list_leases(
     database: Database, layout: str | None = None, *, now_ns: int | None = None
 ) -> list[LeaseInfo]:
-    """Who holds which node, since and until when (released and lapsed rows are not live)."""
+    """Who holds which node, since and until when (released and lapsed rows are not live).
+
+    ``layout`` is a layout name: the rows of every layout of that name (``LeaseInfo.layout``
+    is the lease key, ``name#<fingerprint>`` for a user layout).
+    """
     sql = "SELECT layout, node, holder, acquired_at_ms, expires_at_ms FROM idfields_node_lease"
     params: list[object] = []
     if layout is not None:
-        sql += " WHERE layout = %s"
-        params.append(layout)
+        where, params = _named(layout)
+        sql += f" WHERE {where}"
     now = (time.time_ns() if now_ns is None else now_ns) // _NS_PER_MS
     rows = database.execute(sql + " ORDER BY layout, node", params).rows
+    if layout is not None:
+        rows = [row for row in rows if _is_named(str(row[0]), layout)]
     return [
         LeaseInfo(
             str(name),
@@ -226,6 +349,16 @@ def list_leases(
         )
         for name, node, holder, acquired, expires in rows
     ]
+
+
+def _named(name: str) -> tuple[str, list[object]]:
+    """A WHERE clause matching the lease keys of layouts named ``name``; check with _is_named."""
+    pattern = name.replace("!", "!!").replace("%", "!%").replace("_", "!_") + "#%"
+    return "layout = %s OR layout LIKE %s ESCAPE '!'", [name, pattern]
+
+
+def _is_named(key: str, name: str) -> bool:
+    return key == name or key.startswith(name + "#")  # exact: LIKE may ignore case (MySQL)
 
 
 def _datetime(ms: int) -> datetime:

@@ -7,8 +7,10 @@ Settings:
 - ``idfields.E003`` NODE_SOURCE "static" without NODE;
 - ``idfields.E004`` NODE is out of range for a layout in use;
 - ``idfields.E005`` NODE_SOURCE "development" in production (two processes, one node);
-- ``idfields.E006`` NODE_SOURCE "lease" names a DATABASE alias that does not exist;
+- ``idfields.E006`` DATABASE names an alias that is not in DATABASES;
 - ``idfields.E007`` LAYOUT or a LAYOUTS entry cannot be resolved;
+- ``idfields.E008`` IDFIELDS is not a dict, or a value has the wrong type or is out of range
+  (``LEASE_TTL: "60"``, ``JS_SAFE: "no"``); the value is ignored until fixed;
 - ``idfields.W001`` NODE_SOURCE "env" and this process has no node variable;
 - ``idfields.W002`` a layout in use runs out within 10 years;
 - ``idfields.W003`` JS_SAFE is set but a layout in use makes IDs above 2**53-1.
@@ -60,7 +62,12 @@ _SETTING = "the IDFIELDS setting"
 def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
     """Validate IDFIELDS against the layouts the project uses."""
     settings = get_settings()
-    messages: list[CheckMessage] = [*_unknown_keys(settings), *_node_source(settings)]
+    messages: list[CheckMessage] = [
+        *_unknown_keys(settings),
+        *_invalid_values(settings),
+        *_node_source(settings),
+        *_database(settings),
+    ]
     layouts, errors = _layouts_in_use(settings)
     messages += errors
     for layout in layouts:
@@ -85,6 +92,28 @@ def _unknown_keys(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
             hint="Fix the spelling or remove it; the keys are listed in idfields.django_app.conf.",
             obj=_SETTING,
             id="idfields.E001",
+        )
+
+
+def _invalid_values(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
+    for problem in settings.problems:
+        yield Error(
+            problem,
+            hint="Until it is fixed idfields refuses to make IDs; the keys and their types are "
+            "listed in idfields.django_app.conf.",
+            obj=_SETTING,
+            id="idfields.E008",
+        )
+
+
+def _database(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
+    if settings.database not in django_settings.DATABASES:
+        yield Error(
+            f"IDFIELDS['DATABASE'] = {settings.database!r} is not in DATABASES, so no node "
+            "lease, launch or counter can be read or written.",
+            hint=f"Use one of {', '.join(map(repr, django_settings.DATABASES))}.",
+            obj=_SETTING,
+            id="idfields.E006",
         )
 
 
@@ -113,14 +142,6 @@ def _node_source(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
             "IDFIELDS_DEVELOPMENT=1 marks a single-process developer setup.",
             obj=_SETTING,
             id="idfields.E005",
-        )
-    elif source == "lease" and settings.database not in django_settings.DATABASES:
-        yield Error(
-            f"IDFIELDS['DATABASE'] = {settings.database!r} is not in DATABASES, so no node "
-            "lease can be taken.",
-            hint=f"Use one of {', '.join(map(repr, django_settings.DATABASES))}.",
-            obj=_SETTING,
-            id="idfields.E006",
         )
 
 
@@ -252,8 +273,10 @@ def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
 
     for model in models:
         for private in model._meta.private_fields:
-            if not isinstance(private, GenericForeignKey):
-                continue
+            if not isinstance(private, GenericForeignKey) or getattr(
+                private, "mti_inherited", False
+            ):
+                continue  # a multi-table child's copy names its parent's column: reported there
             object_id = model._meta.get_field(private.fk_field)
             kind = object_id.get_internal_type()
             if kind in NARROW_INTEGERS:

@@ -18,11 +18,15 @@ Every key is optional::
     }
 
 Read through :func:`get_settings`, which rebuilds its value when Django's ``setting_changed``
-fires (tests use ``override_settings``).
+fires (tests use ``override_settings``). A value of the wrong type or out of range is replaced
+by its default and listed in ``IdFieldsSettings.problems``: the system checks report each one
+(``idfields.E008``), and the registry refuses to build a generator from such settings, so a
+typo never fails later as a bare ``TypeError`` or ``KeyError``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NoReturn
@@ -54,6 +58,7 @@ class IdFieldsSettings:
     generators: dict[str, Any] = field(default_factory=dict)
     permutation_key: str | bytes | None = field(default=None, repr=False)  # never shown
     unknown_keys: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()  # values refused (and replaced by defaults), each with a fix
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(
@@ -101,16 +106,80 @@ _KEYS = {
 }
 
 
+def _number(low: float, high: float, unit: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"give a number of {unit} in {low:g}..{high:g}"
+        return None if low <= value <= high else f"give {unit} in {low:g}..{high:g}"
+
+    return check
+
+
+def _kind(kinds: tuple[type, ...], wanted: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        ok = isinstance(value, kinds) and not (isinstance(value, bool) and bool not in kinds)
+        return None if ok else f"give {wanted}"
+
+    return check
+
+
+def _mapping(values: Callable[[Any], bool], wanted: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+            return f"give a dict of layout names to {wanted}"
+        bad = [name for name, item in value.items() if not values(item)]
+        return f"give {wanted} for {', '.join(map(repr, bad))}" if bad else None
+
+    return check
+
+
+# What each value must be; ranges that depend on the layout (NODE) are the checks' job.
+_VALID: dict[str, Callable[[Any], str | None]] = {
+    "layout": _kind((str,), "a layout name (a string)"),
+    "node_source": _kind((str,), f"one of {', '.join(map(repr, NODE_SOURCES))}"),
+    "node": _kind((int, type(None)), "a whole number (the node id) or None"),
+    "database": _kind((str,), "a DATABASES alias (a string)"),
+    "lease_ttl": _number(0.003, 86_400, "seconds"),
+    "max_skew": _number(0, 3_600, "seconds"),
+    "js_safe": _kind((bool,), "True or False"),
+    "ids_as_strings": _kind((bool,), "True or False"),
+    "layouts": _mapping(lambda v: isinstance(v, Layout | str), "a Layout or its dotted path"),
+    "generators": _mapping(
+        lambda v: isinstance(v, str) or callable(v), "a dotted path or callable"
+    ),
+    "permutation_key": _kind((str, bytes, type(None)), "a string or bytes key (or None)"),
+}
+_SETTING_OF = {attribute: key for key, attribute in _KEYS.items()}
+
+
 @lru_cache(maxsize=1)
 def get_settings() -> IdFieldsSettings:
-    raw: dict[str, Any] = dict(getattr(django_settings, "IDFIELDS", {}) or {})
+    raw = getattr(django_settings, "IDFIELDS", None)
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        return IdFieldsSettings(
+            problems=(
+                f"IDFIELDS = {raw!r} is a {type(raw).__name__}, not a dict; write it as a dict, "
+                'e.g. IDFIELDS = {"NODE_SOURCE": "static", "NODE": 17}',
+            )
+        )
     values = {_KEYS[key]: value for key, value in raw.items() if key in _KEYS}
+    problems = []
+    for attribute, value in list(values.items()):
+        fix = _VALID[attribute](value)
+        if fix is not None:
+            del values[attribute]
+            setting = _SETTING_OF[attribute]
+            problems.append(
+                f"IDFIELDS[{setting!r}] = {value!r} ({type(value).__name__}) is not valid; {fix}"
+            )
     if "node" in values and values["node"] is not None and "node_source" not in values:
         values["node_source"] = "static"
     if "node_source" not in values and development_mode():
         values["node_source"] = "development"
-    unknown = tuple(sorted(set(raw) - set(_KEYS)))
-    return IdFieldsSettings(**values, unknown_keys=unknown)
+    unknown = tuple(sorted(str(key) for key in set(raw) - set(_KEYS)))
+    return IdFieldsSettings(**values, unknown_keys=unknown, problems=tuple(problems))
 
 
 @receiver(setting_changed)

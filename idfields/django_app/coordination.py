@@ -5,13 +5,17 @@ must not roll back a lease, and a lease claim must not wait behind the request's
 adapter opens its own connection (``connections.create_connection``) per process, shared by the
 process's threads under a lock (claims and renewals are rare), and opens a new one in a forked
 child, never touching the parent's socket.
+
+SQLite lets one writer at a time: a lease written while this thread's own connection to the same
+file is inside a transaction would wait for that very transaction, and fail after the busy
+timeout with "database is locked". That case is refused at once with
+:class:`SQLiteTransactionOpen`, which names the cause; the app claims its leases when a
+connection opens (``warm_up``), before any transaction, so it stays rare.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -19,9 +23,18 @@ from typing import Any
 from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from idfields import forking
 from idfields.coordination import Result
+from idfields.errors import IdFieldsError
 
-_live: weakref.WeakSet[DjangoDatabase] = weakref.WeakSet()
+PRIVATE_MARK = "_idfields_coordination"
+
+
+class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
+    """A node lease must be written while this thread holds SQLite's single write slot.
+
+    Not a ``NodeError``: a renewal refused this way is retried later, outside the transaction.
+    """
 
 
 class DjangoDatabase:
@@ -32,7 +45,7 @@ class DjangoDatabase:
         self._lock = threading.RLock()
         self._wrapper: BaseDatabaseWrapper | None = None
         self._inherited: list[BaseDatabaseWrapper] = []
-        _live.add(self)
+        forking.track(self)
 
     def __repr__(self) -> str:
         return f"DjangoDatabase({self.alias!r})"
@@ -42,6 +55,7 @@ class DjangoDatabase:
         return self._connection().vendor
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        self._refuse_inside_sqlite_transaction()
         with self._lock:
             wrapper = self._connection()
             try:
@@ -57,6 +71,7 @@ class DjangoDatabase:
 
     @contextmanager
     def atomic(self) -> Iterator[None]:
+        self._refuse_inside_sqlite_transaction()
         with self._lock:
             wrapper = self._connection()
             wrapper.set_autocommit(False)
@@ -69,6 +84,19 @@ class DjangoDatabase:
             finally:
                 wrapper.set_autocommit(True)
 
+    def _refuse_inside_sqlite_transaction(self) -> None:
+        own = connections[self.alias]  # this thread's connection of the application
+        if own.vendor != "sqlite" or own.connection is None or not own.connection.in_transaction:
+            return
+        raise SQLiteTransactionOpen(
+            f"idfields must write its node lease to SQLite database {self.alias!r}, but this "
+            "thread is inside a transaction on it (transaction.atomic(), ATOMIC_REQUESTS), and "
+            "SQLite lets one writer at a time: the lease would wait for this very transaction "
+            "('database is locked'). Let the first ID of the process come before the "
+            "transaction (the app claims leases when a connection opens; see the README), or "
+            "set IDFIELDS = {'NODE_SOURCE': 'static', 'NODE': <unique per process>}"
+        )
+
     def close(self) -> None:
         """Close the private connection (it reopens on the next call)."""
         with self._lock:
@@ -79,21 +107,14 @@ class DjangoDatabase:
         if self._wrapper is None:
             wrapper = connections.create_connection(self.alias)
             wrapper.inc_thread_sharing()  # guarded by our lock
+            setattr(wrapper, PRIVATE_MARK, True)  # not a connection of the application
             self._wrapper = wrapper
         return self._wrapper
 
-    def _forked(self) -> None:
+    def forked(self) -> None:
         # The parent's connection is kept, unused and unclosed: closing or collecting it here
         # would end the parent's session on the shared socket.
         if self._wrapper is not None:
             self._inherited.append(self._wrapper)
         self._wrapper = None
         self._lock = threading.RLock()
-
-
-def _after_fork_in_child() -> None:
-    for database in list(_live):
-        database._forked()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)

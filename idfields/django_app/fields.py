@@ -7,9 +7,10 @@ Two families, both plain ``bigint`` columns (foreign keys to them are ``bigint``
   sequence: ``get_pk_value_on_save`` hands Django the next ID, so ``save()``, ``create()``,
   ``bulk_create()`` (on every backend, with or without RETURNING), ``get_or_create()``, parents of
   multi-table inheritance and M2M through rows all know their pk before the INSERT, and no
-  RETURNING clause is needed. A primary key carries ``default=None`` so that Django's
-  ``_save_table`` treats it as "has a default" and skips the UPDATE it otherwise tries first:
-  saving a new object is exactly one query.
+  RETURNING clause is needed. When the pk is one we just made, ``has_default()`` tells Django's
+  ``_save_table`` so and it skips the UPDATE it otherwise tries first: saving a new object is
+  exactly one query. A pk the caller set is BigAutoField's case: UPDATE first, INSERT if no row
+  matched (``Place(pk=existing.pk).save()``, ``Restaurant(place_ptr=place).save()``).
 - ``*IdField``: any other column (or an explicit ``primary_key=True``); a blank value is filled
   in ``pre_save`` on insert, so forms may leave it empty.
 
@@ -25,7 +26,7 @@ through RETURNING.
 
 from __future__ import annotations
 
-from functools import cache
+import sys
 from typing import Any, ClassVar
 
 from django import forms
@@ -34,12 +35,10 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigAutoField, BigIntegerField, ForeignObject, Func, Model
 
+from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
-from idfields.django_app.sources import bind_source
-from idfields.errors import IdFieldsError
-from idfields.generators import IdGenerator, make_generator
+from idfields.errors import GeneratorClosed, IdFieldsError
 from idfields.layouts import MAX_ID, Layout
-from idfields.nodes import DevelopmentNode
 from idfields.sql.catalog import functions_of
 
 APP = "app"
@@ -61,20 +60,28 @@ __all__ = [
 ]
 
 
-# Django's migration log (django_migrations) takes its pk from DEFAULT_AUTO_FIELD, and the first
-# rows are written before the idfields tables, which node leases need, exist. Only ``migrate``
-# writes that table, one run at a time, so its IDs come from a fixed node of a time-based layout
-# (a later run starts at a later millisecond; a concurrent one would fail on the primary key).
+# Django's migration log (django_migrations) takes its pk field from DEFAULT_AUTO_FIELD. It keeps
+# an auto-increment key, as BigAutoField would give it: the log exists before the idfields
+# tables (which node leases need), and a project switched to idfields has an int4 log key
+# (AutoField) that our IDs would overflow half-way through `migrate`.
 MIGRATION_LOG_MODULE = "django.db.migrations.recorder"
 
 
-@cache
-def _migration_log_generator() -> IdGenerator:
-    return make_generator("snowflake", DevelopmentNode())
+GENERATED_PK = "idfields_generated_pk"  # ModelState key: the pk value we made for this instance
+_SAVE_TABLE = vars(Model)["_save_table"].__code__
 
 
-def _migration_log_ids() -> int:
-    return _migration_log_generator()()
+def _instance_being_saved() -> Model | None:
+    """The ``self`` of the ``Model._save_table`` call that asks, if one does (2 or 3 frames up)."""
+    frame = sys._getframe(2)
+    for _ in range(3):
+        if frame.f_code is _SAVE_TABLE:
+            instance = frame.f_locals.get("self")
+            return instance if isinstance(instance, Model) else None
+        if frame.f_back is None:
+            return None
+        frame = frame.f_back
+    return None
 
 
 class NextId(Func):
@@ -137,8 +144,6 @@ class KSortedFieldMixin:
         self.generation = generation
         if generation == DB:
             kwargs["db_default"] = NextId(self._sql_function())
-        elif kwargs.get("primary_key"):
-            kwargs["default"] = None  # "has a default": Django skips its UPDATE-first probe
         super().__init__(*args, **kwargs)
 
     def _sql_function(self) -> str:
@@ -159,7 +164,10 @@ class KSortedFieldMixin:
 
     def next_id(self) -> int:
         """The next ID of this field's layout, from the process's generator."""
-        return self._make_id()
+        try:
+            return self._make_id()
+        except GeneratorClosed:  # a settings change closed the one this thread had in hand
+            return KSortedFieldMixin._make_id(self)
 
     # The per-row hot path of save() and bulk_create(): one attribute lookup and the generator.
 
@@ -170,9 +178,7 @@ class KSortedFieldMixin:
         lookup; ``sources.reset()`` (on a settings change) deletes it, and the next row lands
         here again.
         """
-        if self.keeps_migration_log:
-            return _migration_log_ids()
-        return bind_source(self, "_make_id", self.layout_name or get_settings().layout)()
+        return sources.next_id(self, "_make_id", self.layout_name or get_settings().layout)
 
     def __copy__(self) -> Any:
         # Field.__copy__ copies __dict__: a copy must bind its own generator, or reset() would
@@ -183,12 +189,31 @@ class KSortedFieldMixin:
 
     def get_pk_value_on_save(self, instance: Model) -> int | None:
         # Called by save() and bulk_create() for a pk that is not set yet.
-        return self._make_id() if self.generation == APP else None
+        if self.generation != APP or self.keeps_migration_log:
+            return None
+        value = self.next_id()
+        vars(instance._state)[GENERATED_PK] = value  # has_default() looks for it
+        return value
+
+    def has_default(self) -> bool:
+        """True only where ``Model._save_table`` asks about an instance whose pk we just made.
+
+        Django skips its UPDATE-first probe for a new instance whose pk "has a default"; that is
+        right for our own IDs (no row can have them yet) and wrong for a pk the caller chose.
+        The method takes no instance, so the instance is the caller's ``self`` (the force-insert
+        test is a generator expression inside ``_save_table``). Anywhere else, and should a
+        Django version save differently, the answer is BigAutoField's (no default): at worst one
+        UPDATE more, never an INSERT over an existing row.
+        """
+        instance = _instance_being_saved()
+        if instance is None:
+            return False
+        return vars(instance._state).get(GENERATED_PK) is getattr(instance, self.attname)
 
     def pre_save(self, model_instance: Model, add: bool) -> Any:
         value = getattr(model_instance, self.attname)
         if value is None and add and self.generation == APP:
-            value = self._make_id()
+            value = self.next_id()
             setattr(model_instance, self.attname, value)
         return value
 
@@ -202,7 +227,7 @@ class KSortedFieldMixin:
     @property
     def db_returning(self) -> bool:
         """Only a database-filled column is read back; app-side IDs need no RETURNING."""
-        return self.generation == DB
+        return self.generation == DB or self.keeps_migration_log
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, path, args, kwargs = super().deconstruct()  # type: ignore[misc]
@@ -218,7 +243,7 @@ class KSortedFieldMixin:
         return [
             *super().check(**kwargs),  # type: ignore[misc]
             *self._check_layout(),
-            *self._check_generation(kwargs.get("databases") or []),
+            *self._check_generation(kwargs.get("databases")),
         ]
 
     def _check_layout(self) -> list[checks.CheckMessage]:
@@ -235,9 +260,11 @@ class KSortedFieldMixin:
             ]
         return []
 
-    def _check_generation(self, databases: list[str]) -> list[checks.CheckMessage]:
+    def _check_generation(self, databases: list[str] | None) -> list[checks.CheckMessage]:
         if self.generation != DB:
             return []
+        if databases is None:  # plain `check`: every alias the model may live in (no query)
+            databases = list(connections)
         try:
             layout = self.layout  # a user layout is only known once settings are read
         except (KeyError, TypeError, ImportError, ValueError, IdFieldsError):
@@ -297,6 +324,8 @@ class KSortedAutoField(KSortedFieldMixin, BigAutoField):  # type: ignore[type-ar
     """A k-sorted primary key; ``DEFAULT_AUTO_FIELD = "idfields.django_app.fields.X"``."""
 
     def get_internal_type(self) -> str:
+        if self.keeps_migration_log:
+            return "BigAutoField"
         return "BigIntegerField"  # a plain bigint: no identity, no sequence, no AUTO_INCREMENT
 
     def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:

@@ -10,7 +10,8 @@ exactly); the loss happens in the client's ``JSON.parse``. Two tools:
 
   With ``IDFIELDS["IDS_AS_STRINGS"] = True`` (or ``serialize("json", qs, ids_as_strings=True)``)
   every idfields ID column, primary keys and foreign keys / M2M values pointing at one included,
-  is written as a string (``"pk": "7212345678901234567"``); other integers stay numbers.
+  and the integer ``object_id`` of every GenericForeignKey (it may hold one), is written as a
+  string (``"pk": "7212345678901234567"``); other integers stay numbers.
   Loading accepts both forms. Without the option the output is Django's, to the digit.
 - :class:`JsSafeJSONEncoder` for hand-built payloads (``JsonResponse(data,
   encoder=JsSafeJSONEncoder)``): it writes any integer beyond JavaScript's safe range as a
@@ -47,9 +48,25 @@ class Serializer(JsonSerializer):
 
     def _value_from_field(self, obj: Model, field: Field[Any, Any]) -> Any:
         value = super()._value_from_field(obj, field)  # type: ignore[misc]
-        if self.ids_as_strings and isinstance(value, int) and id_field_of(field) is not None:
+        if (
+            self.ids_as_strings
+            and isinstance(value, int)
+            and (id_field_of(field) is not None or _is_generic_object_id(field))
+        ):
             return str(value)
         return value
+
+
+def _is_generic_object_id(field: Field[Any, Any]) -> bool:
+    """``field`` is the ``fk_field`` (object_id) of a GenericForeignKey of its model.
+
+    One type per field, whatever each row points at: a row may name any model, ours included.
+    """
+    return any(
+        getattr(private, "fk_field", None) == field.name
+        and getattr(private, "ct_field", None) is not None
+        for private in field.model._meta.private_fields
+    )
 
 
 class JsSafeJSONEncoder(DjangoJSONEncoder):

@@ -1,63 +1,59 @@
-"""One generator per layout per process, with the node source the ``IDFIELDS`` setting names.
+"""The ``IDFIELDS`` setting as a configurator of the process's ID sources (``idfields.registry``).
 
 Fields take theirs with :func:`bind_source`, which also stores it on the field: the per-row hot
-path is then one attribute lookup and the call. The first call builds the generator lazily
+path is then one attribute lookup and the call. The first call builds the source lazily
 (settings are read then, never at import time); a ``setting_changed`` for IDFIELDS or DATABASES
-closes the generators (releasing their leases) and unbinds them, so the next call builds them
-afresh.
+hands over under the registry's lock: the old generators are closed (their nodes fenced and
+released) and unbound before any new one claims a node.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any
 
+from django.conf import settings as django_settings
+from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
+from django.db import connections
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from idfields.coordination import DecimalSource, LeaseSource
 from idfields.django_app.conf import IdFieldsSettings, get_settings
 from idfields.django_app.coordination import DjangoDatabase
-from idfields.errors import LayoutError, NodeNotConfigured
+from idfields.errors import LayoutError, NodeError, NodeNotConfigured
 from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout
-from idfields.nodes import DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
+from idfields.nodes import Assignment, DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
+from idfields.registry import SourceRegistry
 
-_generators: dict[str | Layout, IdSource] = {}  # by the argument callers pass
-_by_name: dict[str, IdSource] = {}  # one generator per layout, however it is named
 _databases: dict[str, DjangoDatabase] = {}
-_bound: list[tuple[weakref.ref[Any], str]] = []  # (holder, attribute) set by bind_source()
-_lock = threading.Lock()
 
 
 def generator_for(layout: str | Layout) -> IdSource:
     """The process's generator for ``layout`` (a layout name or a Layout)."""
-    try:
-        return _generators[layout]
-    except KeyError:
-        return _create(layout)
+    return _registry.get(layout)
 
 
 def bind_source(holder: object, attribute: str, layout: str | Layout) -> IdSource:
-    """:func:`generator_for` ``layout``, also stored as ``holder.<attribute>`` until reset().
+    """:func:`generator_for` ``layout``, also stored as ``holder.<attribute>`` until reset()."""
+    return _registry.bind(holder, attribute, layout)
 
-    The attribute is set under the lock, and only while the generator is still the current one,
-    so a concurrent reset() never leaves a closed generator bound.
-    """
-    while True:
-        source = generator_for(layout)
-        with _lock:
-            if _generators.get(layout) is source:
-                setattr(holder, attribute, source)
-                _bound.append((weakref.ref(holder), attribute))
-                return source
+
+def next_id(holder: object, attribute: str, layout: str | Layout) -> int:
+    """The next ID of ``layout``, binding its source to ``holder`` (see ``SourceRegistry``)."""
+    return _registry.next_id(holder, attribute, layout)
 
 
 def coordination_database(alias: str | None = None) -> DjangoDatabase:
     """The coordination adapter of ``alias`` (default: ``IDFIELDS['DATABASE']``), one per alias."""
     alias = alias or get_settings().database
+    if alias not in django_settings.DATABASES:
+        raise ImproperlyConfigured(
+            f"IDFIELDS['DATABASE'] = {alias!r} is not in DATABASES; name one of "
+            f"{', '.join(map(repr, django_settings.DATABASES))} (manage.py check says so too)"
+        )
     database = _databases.get(alias)
     if database is None:
         database = _databases.setdefault(alias, DjangoDatabase(alias))
@@ -69,6 +65,8 @@ def node_source(layout: Layout, settings: IdFieldsSettings | None = None) -> Nod
     settings = settings or get_settings()
     kind = settings.node_source
     if kind == "lease":
+        if _is_private(settings.database):
+            return _private_nodes
         database = coordination_database(settings.database)
         if layout.timestamp is None:
             return DecimalSource(database)
@@ -92,25 +90,70 @@ def node_source(layout: Layout, settings: IdFieldsSettings | None = None) -> Nod
     )
 
 
-def _create(key: str | Layout) -> IdSource:
-    with _lock:
-        settings = get_settings()
-        layout = settings.resolve_layout(key)
-        generator = _by_name.get(layout.name)
-        if generator is None:
-            generator = _build(layout, settings)
-            _by_name[layout.name] = generator
-        elif generator.layout != layout:
-            raise LayoutError(
-                f"two different layouts are named {layout.name!r} (leases and reports key "
-                "layouts by name); give each layout a name of its own"
-            )
-        _generators[key] = generator
-        return generator
+class PrivateDatabaseNode:
+    """The node source of a database no other process can see (in-memory SQLite, such as
+    Django's test database): a lease there would buy nothing, and its second connection would
+    meet the first one's table locks ("database table is locked").
+
+    Every Node field at its minimum; a generator rebuilt in this process starts after what its
+    predecessor issued, and a layout without a timestamp takes the next generator id, so its
+    counter never restarts on used values. A forked child works on its own copy of the database
+    (Django's parallel runner clones it per worker), so it may use the same values.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._issued_until: dict[Layout, int] = {}
+        self._blocks: dict[Layout, int] = {}
+
+    def __repr__(self) -> str:
+        return "PrivateDatabaseNode()"
+
+    def acquire(self, layout: Layout) -> Assignment:
+        values = {placed.name: placed.minimum for placed in layout.node_fields}
+        with self._lock:
+            if layout.timestamp is None and layout.node_fields:
+                first = layout.node_fields[0]
+                block = self._blocks.get(layout, first.minimum - 1) + 1
+                if block > first.maximum:
+                    raise NodeError(
+                        f"layout {layout.name!r} used all {first.size} values of {first.name} "
+                        "in this process's private database; restart the process"
+                    )
+                values[first.name] = self._blocks[layout] = block
+            fence = self._issued_until.get(layout, 0)
+
+        def release(issued_until_ns: int) -> None:
+            with self._lock:
+                self._issued_until[layout] = max(self._issued_until.get(layout, 0), issued_until_ns)
+
+        return Assignment(values, not_before_ns=fence, release=release)
 
 
-def _build(layout: Layout, settings: IdFieldsSettings) -> IdSource:
+_private_nodes = PrivateDatabaseNode()
+
+
+def _is_private(alias: str) -> bool:
+    """True for an in-memory SQLite database: it lives in this process alone."""
+    if alias not in connections:
+        return False
+    connection = connections[alias]
+    is_in_memory_db = getattr(connection.creation, "is_in_memory_db", None)
+    return bool(is_in_memory_db and is_in_memory_db(connection.settings_dict["NAME"]))
+
+
+def _resolve(key: str | Layout) -> Layout:
+    return get_settings().resolve_layout(key)
+
+
+def _build(layout: Layout) -> IdSource:
     """The in-process generator, or the ID source ``IDFIELDS['GENERATORS']`` names (Redis...)."""
+    settings = get_settings()
+    if settings.problems:
+        raise ImproperlyConfigured(
+            f"idfields makes no ID from invalid settings: {'; '.join(settings.problems)} "
+            "(manage.py check lists them as idfields.E008)"
+        )
     factory = settings.generators.get(layout.name)
     if factory is None:
         options: dict[str, Any] = {}
@@ -127,22 +170,18 @@ def _build(layout: Layout, settings: IdFieldsSettings) -> IdSource:
     return made
 
 
+_registry = SourceRegistry(_resolve, _build)
+
+
 def reset() -> None:
     """Close every generator (releasing leases) and connection, and unbind them from their
-    holders; the next call rebuilds them."""
-    with _lock:
-        generators = list(_by_name.values())
-        _generators.clear()
-        _by_name.clear()
-        for holder_ref, attribute in _bound:
-            holder = holder_ref()
-            if holder is not None:
-                vars(holder).pop(attribute, None)
-        _bound.clear()
-        databases = list(_databases.values())
-        _databases.clear()
-    for generator in generators:
-        generator.close()
+    holders, under the registry's lock; the next call rebuilds them."""
+    _registry.replace(_close_databases)
+
+
+def _close_databases() -> None:
+    databases = list(_databases.values())
+    _databases.clear()
     for database in databases:
         database.close()
 

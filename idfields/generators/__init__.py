@@ -3,15 +3,15 @@
 Two kinds, chosen by the layout: :class:`TimeGenerator` for layouts with a timestamp,
 :class:`CounterGenerator` for those without (DecimalId, runid). Both are thread-safe (one lock;
 the hot path is a handful of integer operations, compiled when the C extension is built) and
-fork-safe: ``os.register_at_fork`` marks every live generator stale in the child, whose next call
-takes new node values from its source, or raises if the source cannot give any (a static node).
+fork-safe: the fork hook (``idfields.forking``) marks every live generator stale in the child,
+whose next call takes new node values from its source, or raises if the source cannot give any
+(a static node).
 At a clean exit every generator gives its node back, so restarts never exhaust the node space.
 """
 
 from __future__ import annotations
 
 import atexit
-import os
 from typing import Any
 
 from idfields.generators.base import IdGenerator, IdSource, live_generators
@@ -53,15 +53,9 @@ def make_generator(
     return CounterGenerator(resolved, source, node=node)
 
 
-def _after_fork_in_child() -> None:
-    for generator in list(live_generators):
-        generator.forked()
-
-
 def _close_all() -> None:
     for generator in list(live_generators):
         generator.close()
 
 
-os.register_at_fork(after_in_child=_after_fork_in_child)
 atexit.register(_close_all)

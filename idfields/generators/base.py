@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Protocol, runtime_checkable
 
+from idfields import forking
 from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import (
@@ -96,8 +97,10 @@ class IdGenerator:
         ) + (sequence.minimum * sequence.multiplier if sequence else 0)
         self._node_base = 0
         self._id = 0
+        self._closed = False
         self._mark_stale()
         live_generators.add(self)
+        forking.track(self)
 
     def __repr__(self) -> str:
         node = dict(self._assignment.values) if self._assignment else "unassigned"

@@ -54,11 +54,10 @@ class TimeGenerator(TimeCore, IdGenerator):
         max_wait_ns = max_skew_ns if max_wait_ns is None else _whole_ns("max_wait_ns", max_wait_ns)
         self._clock = clock
         self._sleep = sleep
-        self._epoch_ns = self.layout.epoch_ns
-        self._unit_ns = self.layout.unit_ns
-        self._tick_mul = stamp.multiplier
-        self._modulus = stamp.radix
-        self._max_tick = NO_LIMIT if self.layout.wraps else stamp.maximum
+        geometry = self.layout.geometry
+        self._epoch_ns, self._unit_ns = geometry.epoch_ns, geometry.unit_ns
+        self._tick_mul, self._modulus = geometry.tick_multiplier, geometry.modulus
+        self._max_tick = NO_LIMIT if geometry.max_tick is None else geometry.max_tick
         self._renew_tick = self._expiry_tick = self._limit_tick = self._max_tick
         self._renew_error: Exception | None = None
         self._skew_ticks = max_skew_ns // self._unit_ns
@@ -124,8 +123,12 @@ class TimeGenerator(TimeCore, IdGenerator):
         try:
             renew_after_ns, valid_until_ns = assignment.renew()
         except NodeError:  # lost: another process holds the node now; take another one
-            fence = self.layout.tick_of(self._assign().not_before_ns)
-            return max(tick, fence + 1)
+            try:
+                fence = self._assign().not_before_ns
+            except BaseException:  # no node now: the next call asks the source again
+                self._mark_stale()
+                raise
+            return max(tick, self.layout.tick_of(fence) + 1)
         except Exception as error:  # unreachable coordinator: go on until expiry, retry later
             self._renew_error = error
             self._renew_tick = tick + max(1, 1_000_000_000 // self._unit_ns)

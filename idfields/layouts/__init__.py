@@ -13,6 +13,7 @@ from idfields.layouts.builtin import (
     get_layout,
 )
 from idfields.layouts.fields import UNITS, Constant, FieldSpec, Node, Sequence, Timestamp
+from idfields.layouts.geometry import TickGeometry
 from idfields.layouts.layout import (
     MAX_ID,
     MAX_JS_SAFE_ID,
@@ -42,6 +43,7 @@ __all__ = [
     "Node",
     "PlacedField",
     "Sequence",
+    "TickGeometry",
     "Timestamp",
     "check_id",
     "get_layout",

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from idfields.errors import LayoutError, ValueOutOfRange
 from idfields.layouts.fields import UNITS, Constant, FieldSpec, Node, Sequence, Timestamp
+from idfields.layouts.geometry import TickGeometry
 
 MAX_ID = 2**63 - 1
 MAX_JS_SAFE_ID = 2**53 - 1
@@ -299,6 +300,26 @@ class Layout:
     def epoch_ns(self) -> int:
         epoch = self._stamp_spec().epoch
         return (epoch - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1) * 1000
+
+    @property
+    def geometry(self) -> TickGeometry:
+        """The tick, sequence and fixed fields' place in an ID (TypeError without a timestamp)."""
+        stamp, sequence = self.timestamp, self.sequence
+        if stamp is None:
+            raise TypeError(f"layout {self.name!r} has no timestamp")
+        constants = sum(
+            p.spec.value * p.multiplier for p in self.placed if isinstance(p.spec, Constant)
+        )
+        return TickGeometry(
+            epoch_ns=self.epoch_ns,
+            unit_ns=self.unit_ns,
+            tick_multiplier=stamp.multiplier,
+            modulus=stamp.radix,
+            max_tick=None if self.wraps else stamp.maximum,
+            ids_per_tick=self.ids_per_tick,
+            step=sequence.multiplier if sequence else 1,
+            fixed=constants + (sequence.minimum * sequence.multiplier if sequence else 0),
+        )
 
     @property
     def ids_per_tick(self) -> int:

@@ -8,9 +8,12 @@
 
     configure(source=LeaseSource(SQLAlchemyDatabase(engine)))  # at start-up, before the first ID
 
-Without :func:`configure` the node comes from ``IDFIELDS_NODE_ID`` (or development mode).
+Without :func:`configure` the node comes from ``IDFIELDS_NODE_ID`` (or development mode). The
+lease tables join the metadata of the first table holding an ID column; :func:`check_metadata`
+names foreign keys too narrow for the IDs.
 """
 
+from idfields.sqlalchemy_ext.checks import check_metadata
 from idfields.sqlalchemy_ext.columns import id_column, id_column_core
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
 from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
@@ -25,6 +28,7 @@ from idfields.sqlalchemy_ext.tables import (
 __all__ = [
     "SQLAlchemyDatabase",
     "add_tables",
+    "check_metadata",
     "configure",
     "counter_table",
     "get_generator",

@@ -6,32 +6,41 @@ work flush, ``insert(Model)`` with a list of dicts through insertmanyvalues, Cor
 executemany, AsyncSession) gets its IDs without a round trip. ``server_side=True`` leaves the
 value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
 user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
+
+Every ID column carries ``info["idfields"]`` (its layout's name), which :func:`check_metadata`
+reads, and brings the idfields tables into its table's ``MetaData`` when it is attached: the
+node leases live there, so ``create_all()`` and Alembic autogenerate see them with no extra step.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, text
+from sqlalchemy import BigInteger, Column, Table, event, text
 from sqlalchemy.orm import MappedColumn, mapped_column
 
 from idfields.errors import IdFieldsError
 from idfields.layouts import Layout
 from idfields.sql.catalog import functions_of
 from idfields.sqlalchemy_ext.registry import context_default
+from idfields.sqlalchemy_ext.tables import INFO_KEY, add_tables
 
 
-def _column_options(layout: str | Layout, server_side: bool, kwargs: dict[str, Any]) -> None:
-    """Fill ``kwargs`` with the default and autoincrement options of an ID column."""
+def _column_options(
+    layout: str | Layout, server_side: bool, kwargs: dict[str, Any], default_option: str
+) -> None:
+    """Fill ``kwargs`` with the default, autoincrement and info options of an ID column."""
     for option in ("default", "server_default", "insert_default"):
         if option in kwargs:
             raise TypeError(
                 f"id columns set their own {option}; drop {option}= or use a plain "
                 "BigInteger column"
             )
+    name = layout.name if isinstance(layout, Layout) else layout
     kwargs.setdefault("autoincrement", False)  # never SERIAL / AUTO_INCREMENT / IDENTITY
+    kwargs["info"] = {**kwargs.get("info", {}), INFO_KEY: name}
     if not server_side:
-        kwargs["default"] = context_default(layout)
+        kwargs[default_option] = context_default(layout)
         return
     try:
         functions = functions_of(layout)
@@ -42,13 +51,27 @@ def _column_options(layout: str | Layout, server_side: bool, kwargs: dict[str, A
     kwargs["server_default"] = text(functions.next_call)
 
 
+def _bring_tables(column: Column[Any]) -> None:
+    """Add the idfields tables to the metadata of whatever table ``column`` joins."""
+
+    @event.listens_for(column, "after_parent_attach")
+    def attached(column: Column[Any], table: Any) -> None:
+        if isinstance(table, Table):
+            add_tables(table.metadata)
+
+
 def id_column(
     layout: str | Layout = "snowflake", *, server_side: bool = False, **kwargs: Any
 ) -> MappedColumn[int]:
     """A typed declarative BIGINT column with k-sorted IDs: ``id: Mapped[int] =
-    id_column(primary_key=True)``. Other keyword arguments go to ``mapped_column``."""
-    _column_options(layout, server_side, kwargs)
+    id_column(primary_key=True)``. Other keyword arguments go to ``mapped_column``.
+
+    The ID is SQLAlchemy's ``insert_default`` (not ``default``), so ``MappedAsDataclass``
+    models work: declare the key ``id_column(primary_key=True, init=False)`` there.
+    """
+    _column_options(layout, server_side, kwargs, "insert_default")
     column: MappedColumn[int] = mapped_column(BigInteger, **kwargs)
+    _bring_tables(column.column)
     return column
 
 
@@ -57,8 +80,12 @@ def id_column_core(
     layout: str | Layout = "snowflake",
     *,
     server_side: bool = False,
+    primary_key: bool = True,
     **kwargs: Any,
 ) -> Column[int]:
-    """The same column for Core ``Table`` definitions: ``Table("t", md, id_column_core(...))``."""
-    _column_options(layout, server_side, kwargs)
-    return Column(name, BigInteger, **kwargs)
+    """The same column for Core tables, the primary key unless ``primary_key=False``:
+    ``Table("orders", metadata, id_column_core("id"), ...)``."""
+    _column_options(layout, server_side, kwargs, "default")
+    column: Column[int] = Column(name, BigInteger, primary_key=primary_key, **kwargs)
+    _bring_tables(column)
+    return column

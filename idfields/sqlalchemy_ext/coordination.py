@@ -29,11 +29,19 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, TextClause, create_engine, text
 from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from idfields.coordination import Result
+from idfields.errors import TablesMissing
 
 _PLACEHOLDER = re.compile("%%|%s")
+# "no such table: x" (SQLite), 'relation "x" does not exist' (PostgreSQL), "Table 'd.x' doesn't
+# exist" (MariaDB): the idfields tables were never created in this database.
+_MISSING_TABLE = re.compile(
+    r"no such table: (idfields_\w+)|relation \"(idfields_\w+)\" does not exist"
+    r"|Table '(?:[^'.]*\.)?(idfields_\w+)' doesn't exist"
+)
 _VENDORS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
 _SYNC_DRIVERS = {
     "asyncpg": "psycopg",
@@ -129,6 +137,19 @@ class SQLAlchemyDatabase:
 
 
 def _run(connection: Connection, statement: TextClause, params: dict[str, object]) -> Result:
-    result = connection.execute(statement, params)
+    try:
+        result = connection.execute(statement, params)
+    except DBAPIError as error:
+        missing = _MISSING_TABLE.search(str(error.orig))
+        if missing is None:
+            raise
+        table = next(name for name in missing.groups() if name)
+        url = connection.engine.url.render_as_string(hide_password=True)
+        raise TablesMissing(
+            f"table {table} does not exist in {url}: create the idfields tables with "
+            "Base.metadata.create_all(engine) (any metadata holding an id_column has them, or "
+            "call idfields.sqlalchemy_ext.add_tables(metadata)), or in an Alembic migration "
+            "op.create_idfields_tables()"
+        ) from error
     rows = [tuple(row) for row in result] if result.returns_rows else []
     return Result(rows=rows, rowcount=result.rowcount)

@@ -1,11 +1,11 @@
-"""The per-process generators behind ``id_column``: one per layout, made at its first ID.
+"""SQLAlchemy's ``configure()``: a configurator of the process's ID sources (``idfields.registry``).
 
 Models are usually defined (at import) before the application configures its node source (at
-start-up), so column defaults never hold a generator directly: each holds a :class:`_Slot` that
-makes the generator on first use from the configuration in force then. :func:`configure` closes
-the generators made so far (their nodes are released) and empties the slots. A generator that
-replaces one never repeats its IDs: leases are fenced by the coordination, and fixed nodes by
-the core (``idfields.nodes``), which starts a rebuilt generator after its predecessor's IDs.
+start-up), so column defaults never hold a generator directly: each holds a :class:`_Slot` whose
+``call`` is bound to its layout's source at the first ID, from the configuration in force then.
+:func:`configure` hands over under the registry's lock: the generators made so far are closed
+(their nodes fenced and released) and unbound before the new configuration applies, so a
+generator that replaces one never repeats its IDs.
 """
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from idfields.errors import GeneratorClosed
 from idfields.generators import DEFAULT_MAX_SKEW_NS, IdSource, make_generator
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
 from idfields.nodes import NodeSource
+from idfields.registry import SourceRegistry
 
 SourceFactory = Callable[[Layout], NodeSource]
 IdSourceOrFactory = IdSource | Callable[[], IdSource]
@@ -32,84 +34,70 @@ class _Config:
     generators: Mapping[str, IdSourceOrFactory] = field(default_factory=dict)
 
 
-class _Slot:
-    """The generator of one layout; ``call`` is its bound ``__call__`` once it exists."""
+_config = _Config()
+_slots: dict[str, _Slot] = {}
+_slots_lock = threading.Lock()
 
-    __slots__ = ("call", "layout", "name")
+
+class _Slot:
+    """One layout's place in the column defaults; ``call`` becomes its source once bound."""
 
     def __init__(self, name: str, layout: Layout | None) -> None:
         self.name = name
         self.layout = layout  # given to id_column directly, else resolved from the configuration
-        self.call: Callable[[], int] = self._first_call
 
-    def _first_call(self) -> int:
-        return _registry.generator(self.name)()
+    def call(self) -> int:
+        """The first ID (and the one after a handover); binding shadows this method."""
+        return _registry.next_id(self, "call", self.name)
+
+    def after_closed(self) -> int:
+        """The next ID when configure() closed the source this thread had in hand."""
+        return _Slot.call(self)
 
 
-class _Registry:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._config = _Config()
-        self._slots: dict[str, _Slot] = {}
-        self._generators: dict[str, IdSource] = {}
-
-    def slot(self, layout: str | Layout) -> _Slot:
-        name = layout.name if isinstance(layout, Layout) else layout
-        if not isinstance(name, str):
-            raise TypeError(f"layout must be a layout name or an idfields Layout, got {layout!r}")
-        given = layout if isinstance(layout, Layout) else None
-        with self._lock:
-            slot = self._slots.get(name)
-            if slot is None:
-                slot = self._slots[name] = _Slot(name, given)
-            elif given is not None and slot.layout not in (None, given):
-                raise ValueError(
-                    f"two different layouts are both named {name!r}; give each a unique name"
-                )
-            elif given is not None:
-                slot.layout = given
-        return slot
-
-    def generator(self, layout: str | Layout) -> IdSource:
-        slot = self.slot(layout)
-        with self._lock:
-            made = self._generators.get(slot.name)
-            if made is None:
-                made = self._make(slot)
-                self._generators[slot.name] = made
-                slot.call = made.__call__
-        return made
-
-    def _make(self, slot: _Slot) -> IdSource:
-        config = self._config
-        given = config.generators.get(slot.name)
-        if given is not None:
-            return _other_source(slot.name, given)
-        layout = slot.layout or config.layouts.get(slot.name) or BUILTIN_LAYOUTS.get(slot.name)
-        if layout is None:
-            known = ", ".join([*BUILTIN_LAYOUTS, *config.layouts])
-            raise KeyError(
-                f"unknown idfields layout {slot.name!r} (known: {known}); register it with "
-                "idfields.sqlalchemy_ext.configure(layouts=[...]) or pass the Layout itself"
+def _slot(layout: str | Layout) -> _Slot:
+    name = layout.name if isinstance(layout, Layout) else layout
+    if not isinstance(name, str):
+        raise TypeError(f"layout must be a layout name or an idfields Layout, got {layout!r}")
+    given = layout if isinstance(layout, Layout) else None
+    with _slots_lock:
+        slot = _slots.get(name)
+        if slot is None:
+            slot = _slots[name] = _Slot(name, given)
+        elif given is not None and slot.layout not in (None, given):
+            raise ValueError(
+                f"two different layouts are both named {name!r}; give each a unique name"
             )
-        source = config.source
-        if source is not None and not isinstance(source, NodeSource):
-            source = source(layout)
-        options = {"max_skew_ns": config.max_skew_ns} if layout.timestamp is not None else {}
-        return make_generator(layout, source, **options)
-
-    def configure(self, config: _Config) -> None:
-        with self._lock:
-            generators = list(self._generators.values())
-            self._generators.clear()
-            self._config = config
-            for slot in self._slots.values():
-                slot.call = slot._first_call
-        for generator in generators:
-            generator.close()
+        elif given is not None:
+            slot.layout = given
+    return slot
 
 
-_registry = _Registry()
+def _resolve(key: str | Layout) -> Layout:
+    slot = _slot(key)
+    layout = slot.layout or _config.layouts.get(slot.name) or BUILTIN_LAYOUTS.get(slot.name)
+    if layout is None:
+        known = ", ".join([*BUILTIN_LAYOUTS, *_config.layouts])
+        raise KeyError(
+            f"unknown idfields layout {slot.name!r} (known: {known}); register it with "
+            "idfields.sqlalchemy_ext.configure(layouts=[...]) or pass the Layout itself"
+        )
+    return layout
+
+
+def _build(layout: Layout) -> IdSource:
+    config = _config
+    given = config.generators.get(layout.name)
+    if given is not None:
+        return _other_source(layout.name, given)
+    source = config.source
+    if source is not None and not isinstance(source, NodeSource):
+        source = source(layout)
+    options = {"max_skew_ns": config.max_skew_ns} if layout.timestamp is not None else {}
+    return make_generator(layout, source, **options)
+
+
+_registry = SourceRegistry(_resolve, _build)
 
 
 def _other_source(name: str, given: IdSourceOrFactory) -> IdSource:
@@ -153,20 +141,29 @@ def configure(
     for name, layout in named.items():
         if not isinstance(layout, Layout):
             raise TypeError(f"layouts[{name!r}] is {layout!r}, not an idfields Layout")
-    _registry.configure(_Config(source, named, round(max_skew * 1e9), dict(generators or {})))
+    new = _Config(source, named, round(max_skew * 1e9), dict(generators or {}))
+
+    def apply() -> None:
+        global _config
+        _config = new
+
+    _registry.replace(apply)
 
 
 def get_generator(layout: str | Layout = "snowflake") -> IdSource:
     """The generator ``id_column(layout)`` uses in this process (made now if needed)."""
-    return _registry.generator(layout)
+    return _registry.get(_slot(layout).name)
 
 
 def id_default(layout: str | Layout = "snowflake") -> Callable[[], int]:
     """A zero-argument callable returning the next ID of ``layout``, for ``default=``."""
-    slot = _registry.slot(layout)
+    slot = _slot(layout)
 
     def next_id() -> int:
-        return slot.call()
+        try:
+            return slot.call()
+        except GeneratorClosed:
+            return slot.after_closed()
 
     return _named(next_id, slot)
 
@@ -177,10 +174,13 @@ def context_default(layout: str | Layout = "snowflake") -> Callable[[object], in
     SQLAlchemy calls a one-argument default with the context directly, per row; a zero-argument
     one it wraps in a ``lambda ctx: fn()``, one more Python call for every row inserted.
     """
-    slot = _registry.slot(layout)
+    slot = _slot(layout)
 
     def next_id(context: object) -> int:
-        return slot.call()
+        try:
+            return slot.call()
+        except GeneratorClosed:
+            return slot.after_closed()
 
     return _named(next_id, slot)
 

@@ -1,9 +1,10 @@
 """The launch log, node lease and counter tables, as SQLAlchemy ``Table`` objects.
 
 The schema is shared with the Django app and the PL/pgSQL functions, column for column, so a
-project running both ORMs on one database shares its leases. Include :data:`metadata` in your
-Alembic ``target_metadata`` (or call :func:`add_tables` on your own ``MetaData``) so autogenerate
-knows the tables; create them with ``op.create_idfields_tables()``.
+project running both ORMs on one database shares its leases. An ``id_column`` adds them to its
+own table's ``MetaData`` (so ``create_all()`` creates them and Alembic autogenerate writes them
+into the first revision, never an ``op.drop_table``); :func:`add_tables` does the same for a
+``MetaData`` without ID columns, and :data:`metadata` holds them alone.
 """
 
 from __future__ import annotations
@@ -20,13 +21,32 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from idfields.sqlalchemy_ext.checks import INFO_KEY, watch
+
+__all__ = [
+    "INFO_KEY",
+    "add_tables",
+    "counter_table",
+    "launch_table",
+    "metadata",
+    "node_lease_table",
+]
+
 LAUNCH_TABLE = "idfields_launch"
 NODE_LEASE_TABLE = "idfields_node_lease"
 COUNTER_TABLE = "idfields_counter"
 
 
 def add_tables(metadata: MetaData) -> tuple[Table, Table, Table]:
-    """Define the three tables on ``metadata``; returns (launch, node_lease, counter)."""
+    """Define the three tables on ``metadata`` (once); returns (launch, node_lease, counter).
+
+    Also warns about the columns :func:`~idfields.sqlalchemy_ext.check_metadata` names: now,
+    before ``metadata.create_all()`` and when the ORM configures its mappers.
+    """
+    watch(metadata)
+    if LAUNCH_TABLE in metadata.tables:
+        tables = metadata.tables
+        return tables[LAUNCH_TABLE], tables[NODE_LEASE_TABLE], tables[COUNTER_TABLE]
     launch = Table(
         LAUNCH_TABLE,
         metadata,

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from idfields.cli import main
@@ -25,6 +30,9 @@ def check(document: dict[str, object], strategies: set[str], paths: set[str]) ->
         assert paths & set(entry["inserts"]), name
         for insert in entry["inserts"].values():
             assert insert["rows_per_s"] > 0
+            assert len(insert["runs"]) == document["repeat"]  # type: ignore[index]
+            assert min(insert["runs"]) <= insert["rows_per_s"] <= max(insert["runs"])
+            assert insert["spread"] >= 0 and isinstance(insert["tie"], bool)
         for metric in METRICS:
             assert entry["metrics"][metric] is not None, (name, metric)
         assert entry["metrics"]["pk_index_bytes"] > 0
@@ -51,15 +59,51 @@ def test_sqlite_default_via_cli(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
     png = (tmp_path / "compare.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 20_000
+    # Like with like: every SQLite table is clustered on its key (UUID ones WITHOUT ROWID), so
+    # the key's b-tree is the whole table for each strategy, not a table against an index.
+    for entry in document["strategies"]:
+        assert entry["metrics"]["pk_index_bytes"] == entry["metrics"]["table_bytes"]
+    assert "median of 3 interleaved runs" in out and "tie" in out
 
 
-def test_postgres(postgres_url: str, tmp_path: Path) -> None:
-    report = run_comparison(postgres_url, rows=2000, out_dir=tmp_path, progress=False)
+def catalog(url: str) -> tuple[list[str], list[str], list[str]]:
+    """Schemas, extensions and non-catalog functions of the database at ``url``."""
+    with psycopg.connect(url) as conn:
+        return (
+            # Temporary schemas stay (empty) after a session that used temp tables: PG reuses them.
+            [
+                r[0]
+                for r in conn.execute(
+                    "SELECT nspname FROM pg_namespace WHERE nspname !~ '^pg_(toast_)?temp_' "
+                    "ORDER BY 1"
+                )
+            ],
+            [r[0] for r in conn.execute("SELECT extname FROM pg_extension ORDER BY 1")],
+            [
+                r[0]
+                for r in conn.execute(
+                    "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n "
+                    "ON n.oid = p.pronamespace WHERE n.nspname NOT IN "
+                    "('pg_catalog', 'information_schema') ORDER BY 1"
+                )
+            ],
+        )
+
+
+def test_postgres_fresh_database_has_the_db_side_row_and_is_left_clean(
+    fresh_database: Callable[[str], str], tmp_path: Path
+) -> None:
+    """Issue 14 item 5. Before: no 'snowflake (PL/pgSQL)' row on an empty database (the install
+    failed on '%I'), and pgstattuple stayed installed afterwards."""
+    url = fresh_database("postgresql")
+    before = catalog(url)
+    report = run_comparison(url, rows=2000, out_dir=tmp_path, progress=False, repeat=2)
+    assert catalog(url) == before  # no schema, extension or function left behind
     document = json.loads((tmp_path / "compare.json").read_text())
     assert document == json.loads(json.dumps(report.to_dict()))
     check(
         document,
-        {"identity", "bigserial", "snowflake", "uuid4", "uuid7"},
+        {"identity", "bigserial", "snowflake", "snowflake_db", "uuid4", "uuid7"},
         {"single", "batch", "copy"},
     )
     entries = {entry["name"]: entry for entry in document["strategies"]}
@@ -85,3 +129,29 @@ def test_uuid7_and_rank_correlation() -> None:
     assert uuid7_at(1_700_000_000_000_000_000) < uuid7_at(1_700_000_000_001_000_000)
     assert rank_correlation([1, 2, 3, 4]) == 1.0
     assert rank_correlation([4, 3, 2, 1]) == -1.0
+
+
+def test_bad_out_directory_fails_before_the_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: a traceback after the whole run, and the table lost."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    started = time.perf_counter()
+    status = main(["compare", "--rows", "100000", "--out", str(blocker / "out"), "--no-progress"])
+    assert status == 2 and time.perf_counter() - started < 5  # 100,000 rows were never inserted
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot be written" in err, err
+
+
+def test_out_without_matplotlib_fails_before_the_run(tmp_path: Path) -> None:
+    script = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from idfields.cli import main\n"
+        f"sys.exit(main(['compare', '--rows', '100000', '--out', {str(tmp_path)!r}]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "pip install 'idfields[compare]'" in done.stderr

@@ -66,7 +66,9 @@ def test_migrations_commands_and_private_connection(django_db_target: str) -> No
 
     failed = django(target, str(HERE / "coordination_django_worker.py"), "decimal", check=False)
     assert failed.returncode != 0 and "manage.py idfields_launch --label" in failed.stderr
-    launches = [int(manage(target, "idfields_launch", "--label", f"v{i}").stdout) for i in (1, 2)]
+    launches = [
+        int(manage(target, "idfields_launch", "--label", f"v{i}").stdout.split()[1]) for i in (1, 2)
+    ]
     assert launches == [launches[0], launches[0] + 1]
 
     report = json.loads(

@@ -20,6 +20,8 @@ from databases import DbUrl
 from django.conf import settings
 from django.db import connections
 
+from idfields.django_app.conf import get_settings
+
 HERE = Path(__file__).parent
 SERVERS = {
     "default": ("postgres_url", pytest.mark.postgres),
@@ -47,6 +49,11 @@ def django_db_modify_db_settings(
             )
             with contextlib.suppress(AttributeError):  # one made already keeps its old engine
                 del connections[alias]
+            if alias == settings.IDFIELDS.get("DATABASE", "default"):
+                # SQLite cannot write a lease while a test's transaction holds it: this one
+                # process takes the development node instead.
+                settings.IDFIELDS = {**settings.IDFIELDS, "NODE_SOURCE": "development"}
+                get_settings.cache_clear()
             continue
         settings.DATABASES[alias].update(DbUrl.parse(url).django_databases()["default"])
 
@@ -55,12 +62,11 @@ def django_db_modify_db_settings(
 def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """The migrated test databases, plus a recorded launch (DecimalId needs one)."""
     from idfields.coordination import record_launch
-    from idfields.django_app.sources import coordination_database, reset
+    from idfields.django_app.sources import coordination_database
 
     with django_db_blocker.unblock():
         record_launch(coordination_database(), "idfields django tests")
-        yield
-        reset()  # release the leases and close the private connection before the drop
+    yield  # the app itself releases the leases, and closes their connection, before the drop
 
 
 @pytest.fixture(autouse=True)

@@ -35,6 +35,7 @@ def setting_ids(**idfields: Any) -> set[str]:
         return {message.id for message in check_settings(None)}
 
 
+@pytest.mark.postgres  # the project's "default" is PostgreSQL (its generation="db" models)
 def test_the_test_project_passes_every_check() -> None:
     found = [
         m
@@ -58,7 +59,7 @@ def test_the_test_project_passes_every_check() -> None:
         ({"NODE_SOURCE": "lease", "DATABASE": "replica"}, "idfields.E006"),
         ({"LAYOUT": "snowflak"}, "idfields.E007"),
         ({"LAYOUTS": {"bad": "idfields.layouts.no_such_layout"}}, "idfields.E007"),
-        ({"LAYOUTS": {"bad": 42}}, "idfields.E007"),
+        ({"LAYOUTS": {"bad": 42}}, "idfields.E008"),
         ({"NODE_SOURCE": "env"}, "idfields.W001"),
         ({"NODE": 1, "LAYOUTS": {"soon": SOON}}, "idfields.W002"),
         ({"NODE": 1, "JS_SAFE": True}, "idfields.W003"),
@@ -153,3 +154,84 @@ def test_field_checks_name_the_layout_and_the_database() -> None:
     found = sorted((m.id, m.obj.name) for m in messages if m.id.startswith("idfields."))
     assert found == [("idfields.E030", "code"), ("idfields.E031", "id")]
     assert "'sqlite' is sqlite" in next(m.msg for m in messages if m.id == "idfields.E031")
+
+
+@pytest.mark.postgres  # "default" is the project's PostgreSQL alias
+@isolate_apps("tests.django_project.testapp")
+def test_plain_check_names_generation_db_off_postgresql() -> None:
+    """`manage.py check` (no --database) reports E031 too, not only `migrate`."""
+
+    class DbSide(models.Model):
+        id = SnowflakeAutoField(primary_key=True, generation="db")
+
+        class Meta:
+            app_label = "testapp"
+
+    found = {m.msg.split("database ")[1].split(" is")[0] for m in DbSide.check(databases=None)}
+    assert found == {"'sqlite'", "'mysql'"}  # every alias but the PostgreSQL one
+
+
+@isolate_apps("tests.django_project.testapp", kwarg_name="apps")
+def test_e020_names_a_column_once_however_many_children_inherit_it(apps: Any = None) -> None:
+    class Target(models.Model):
+        id = SnowflakeAutoField(primary_key=True)
+
+        class Meta:
+            app_label = "testapp"
+
+    class Note(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.PositiveIntegerField()
+        target = GenericForeignKey("content_type", "object_id")
+
+        class Meta:
+            app_label = "testapp"
+
+    class Memo(Note):
+        class Meta:
+            app_label = "testapp"
+
+    class Reminder(Note):
+        class Meta:
+            app_label = "testapp"
+
+    assert model_ids(apps) == [("idfields.E020", "testapp.Note.object_id")]
+
+
+@pytest.mark.django_db(databases=["default"])
+def test_w011_names_each_narrow_database_column_once() -> None:
+    """`check --database default` reads the columns: a pk, a foreign key and a GFK object_id
+    that the migrations left int4 while the models say bigint (PostgreSQL DDL rolls back)."""
+    from django.db import connections
+
+    from idfields.django_app.key_checks import check_database_columns
+
+    assert check_database_columns(databases=["default"]) == []
+    with connections["default"].cursor() as cursor:
+        for table, column in (
+            ("testapp_place", "id"),  # shared by Restaurant through its parent link
+            ("testapp_book", "author_id"),
+            ("testapp_comment", "object_id"),
+        ):
+            cursor.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" TYPE integer')
+    messages = check_database_columns(databases=["default"])
+    assert sorted(str(m.obj) for m in messages) == [
+        "default:testapp_book.author_id",
+        "default:testapp_comment.object_id",
+        "default:testapp_place.id",
+    ]
+    assert {m.id for m in messages} == {"idfields.W011"}
+    assert all("bigint" in m.hint and "makemigrations testapp" in m.hint for m in messages)
+    assert check_database_columns(databases=None) == []  # plain `check` reads no database
+
+
+def test_w010_leaves_apps_that_pin_their_keys_on_purpose_alone() -> None:
+    """contrib.auth & co. set default_auto_field = AutoField; their migrations say so."""
+    from django.apps import apps
+
+    from idfields.django_app.key_checks import check_app_key_overrides
+
+    assert apps.get_app_config("auth")._is_default_auto_field_overridden  # type: ignore[attr-defined]
+    assert check_app_key_overrides(None) == []
+    with override_settings(DEFAULT_AUTO_FIELD="django.db.models.BigAutoField"):
+        assert check_app_key_overrides(None) == []  # only while DEFAULT_AUTO_FIELD is ours

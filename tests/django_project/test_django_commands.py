@@ -25,16 +25,24 @@ def test_inspect_decodes_an_id_from_the_database() -> None:
     data = json.loads(run("idfields_inspect", str(author.pk), "--json"))
     assert data["id"] == str(author.pk) and data["layout"] == "snowflake"
     assert data["fields"] == decoded.values and data["time"] == decoded.time.isoformat()  # type: ignore[union-attr]
-    text = run("idfields_inspect", str(author.pk))
-    assert f"node     {decoded.values['node']}" in text and "time     " in text
+    lines = run("idfields_inspect", str(author.pk)).splitlines()
+    values = [line.split()[1] for line in lines]
+    assert values[1:4] == [str(v) for v in decoded.values.values()]
+    columns = {
+        line.index(value, len(line.split()[0])) for line, value in zip(lines, values, strict=True)
+    }
+    assert len(columns) == 1  # the values form one column, whatever the field names' widths
 
 
 def test_inspect_takes_a_layout_and_rejects_bad_input() -> None:
     value = get_layout("decimal").compose(counter=12, generator_id=3, launch_id=7)
     data = json.loads(run("idfields_inspect", str(value), "--layout", "decimal", "--json"))
     assert data["fields"] == {"counter": 12, "generator_id": 3, "launch_id": 7}
-    with pytest.raises(CommandError, match="not an integer"):
-        run("idfields_inspect", "12ab")
+    for bad in ("12ab", "1.5", "0x1f"):
+        with pytest.raises(CommandError, match=r"is not an ID: give it in decimal digits"):
+            run("idfields_inspect", bad)
+    with pytest.raises(CommandError, match=r"exceeds 2\*\*63-1"):
+        run("idfields_inspect", str(2**64))
     with pytest.raises(CommandError, match="unknown idfields layout"):
         run("idfields_inspect", "12", "--layout", "nope")
 
@@ -49,3 +57,11 @@ def test_report_lists_every_layout_in_use_with_its_room() -> None:
     assert "nodes: 1,024" in snowflake and "nodes free: 1,023" in snowflake
     assert "runs out: 2093-" in snowflake and "not JS-safe" in snowflake
     assert "launch " in text.split("decimal:")[1]  # launch ids left, from the launch log
+
+
+@pytest.mark.django_db
+def test_launch_says_what_it_recorded() -> None:
+    text = run("idfields_launch", "--label", "v1.2.3").strip()
+    launch = int(text.split()[1])
+    assert text.startswith(f"launch {launch} recorded for 'v1.2.3'")
+    assert f"IDFIELDS_LAUNCH_ID={launch}" in text

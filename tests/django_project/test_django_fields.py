@@ -278,3 +278,49 @@ def test_the_migration_log_takes_ids_before_the_lease_table_exists(alias: str) -
     first = [app for (app,) in rows.values_list("app")[:3]]
     assert "idfields" not in first  # written before the idfields tables existed
     assert {get_layout("snowflake").decode(pk).values["node"] for pk in pks} == {0}
+
+
+def statements(alias: str, action: Any) -> list[str]:
+    """The first word of each statement ``action()`` runs on ``alias``."""
+    with CaptureQueriesContext(connections[alias]) as queries:
+        action()
+    return [q["sql"].split()[0] for q in queries]
+
+
+def test_a_pk_the_caller_sets_is_updated_first_as_with_bigautofield(alias: str) -> None:
+    place = Place.objects.using(alias).create(name="old")
+    assert statements(alias, lambda: Place(pk=place.pk, name="new").save(using=alias)) == ["UPDATE"]
+    assert Place.objects.using(alias).get().name == "new"
+    chosen = place.pk + 1  # set by the caller, no such row yet: UPDATE finds none, then INSERT
+    assert statements(alias, lambda: Place(pk=chosen, name="x").save(using=alias)) == [
+        "UPDATE",
+        "INSERT",
+    ]
+    assert Place.objects.using(alias).count() == 2
+
+
+def test_a_multi_table_child_reuses_an_existing_parent_row(alias: str) -> None:
+    """django-polymorphic's upcasting: a child row added under an existing parent."""
+    place = Place.objects.using(alias).create(name="corner")
+    restaurant = Restaurant(place_ptr=place, name="corner bistro", serves_pizza=True)
+    restaurant.save(using=alias)
+    assert restaurant.pk == place.pk and Place.objects.using(alias).count() == 1
+    fresh = Restaurant.objects.using(alias).get(pk=place.pk)
+    assert (fresh.name, fresh.serves_pizza) == ("corner bistro", True)
+    # New children still take a fresh ID with one INSERT per table, after any earlier save path.
+    Place(name="forced").save(using=alias, force_insert=True)
+    assert statements(alias, lambda: Restaurant(name="new").save(using=alias)) == [
+        "INSERT",
+        "INSERT",
+    ]
+
+
+def test_the_migration_log_keeps_an_auto_increment_key(alias: str) -> None:
+    """django_migrations takes DEFAULT_AUTO_FIELD; its key stays the database's counter."""
+    from django.db.migrations.recorder import MigrationRecorder
+
+    recorder = MigrationRecorder(connections[alias])
+    field = recorder.Migration._meta.pk
+    assert isinstance(field, SnowflakeAutoField) and field.get_internal_type() == "BigAutoField"
+    row = recorder.migration_qs.create(app="idfields_test", name="0001_probe")
+    assert 0 < row.pk < 2**31  # numbered by the database, as under AutoField

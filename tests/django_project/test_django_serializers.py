@@ -96,3 +96,19 @@ def test_js_safe_encoder_turns_only_unsafe_integers_into_strings() -> None:
         "ids": [MAX_JS_SAFE_ID, str(MAX_JS_SAFE_ID + 1), str(-MAX_JS_SAFE_ID - 1)],
         "ok": True,
     }
+
+
+def test_ids_as_strings_covers_generic_object_ids() -> None:
+    """A GenericForeignKey's object_id holds IDs too; one type for the field, whatever it names."""
+    from tests.django_project.testapp.models import Comment
+
+    author = Author.objects.create(pk=BIG, name="a")
+    comment = Comment.objects.create(target=author, text="c")
+    [data] = dump(comment, ids_as_strings=True)
+    assert data["fields"]["object_id"] == str(BIG)  # type: ignore[index]
+    [plain] = dump(comment)
+    assert plain["fields"]["object_id"] == BIG  # type: ignore[index]
+    with override_settings(SERIALIZATION_MODULES=MODULES):
+        text = serializers.serialize("json", [comment], ids_as_strings=True)
+        [loaded] = serializers.deserialize("json", text)
+    assert loaded.object.object_id == BIG

@@ -39,7 +39,8 @@ def test_chronicle_ids_read_as_the_time_with_the_host_last(tmp_path: Path) -> No
     before = time.time_ns()
     value = generator()
     assert value % 100 == 28
-    assert before - 100 <= value <= time.time_ns() + 100  # ns since 1970, last digits the host
+    # ns since 1970, last digits the host; a new file starts max_skew (1 s) ahead of the clock
+    assert before - 100 <= value <= time.time_ns() + 1_000_000_100
     assert CHRONICLE.decode(value).values["host"] == 28
     batch = generator.take(1000)  # one 100 ns tick each: runs ahead 100 us at most
     assert _increasing([value, *batch]) and {i % 100 for i in batch} == {28}
@@ -61,6 +62,9 @@ def test_a_clock_step_back_runs_ahead_then_refuses(tmp_path: Path) -> None:
     generator = HostSharedGenerator(
         "snowflake", node=1, path=tmp_path / "state", clock=clock, sleep=clock.sleep
     )
+    generator()  # a new file starts max_skew ahead (its first ID waits a tick)
+    clock.now += 1_100_000_000  # the file has been in use for a while
+    clock.slept.clear()
     before = generator.take(10)
     clock.now -= 500_000_000  # half a second back: within max_skew, carry on
     after = [generator() for _ in range(5000)]  # more than a tick: runs one tick ahead
@@ -103,13 +107,14 @@ def test_a_damaged_slot_falls_back_to_the_other(tmp_path: Path) -> None:
     path = tmp_path / "state"
     generator = HostSharedGenerator("snowflake", node=1, path=path)
     issued = generator.take(3)
+    generator.take(3)  # the two slots: the state after each take
     data = bytearray(path.read_bytes())
     assert len(data) == FILE_SIZE
     for offset in (24, 48):  # the two 24-byte slots after the header: damage one at a time
         damaged = bytearray(data)
         damaged[offset + 8 : offset + 16] = b"\xff" * 8
         path.write_bytes(damaged)
-        assert generator() > issued[0]  # the other slot holds an earlier, intact state
+        assert generator() > issued[-1]  # the other slot holds an earlier, intact state
         path.write_bytes(data)
     path.write_bytes(data[:24] + b"\x00" * 48)
     with pytest.raises(NodeError, match="both state slots"):

@@ -51,7 +51,11 @@ class Command(BaseCommand):
         url = options["database_url"] or database_url(options["database"])
         try:
             report = run_comparison(
-                url, options["rows"], options["out"], progress=not options["no_progress"]
+                url,
+                options["rows"],
+                options["out"],
+                progress=not options["no_progress"],
+                repeat=options["repeat"],
             )
         except ValueError as error:
             raise CommandError(str(error)) from None

@@ -21,24 +21,35 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, id: str, layout: str | None, **options: Any) -> None:
         settings = get_settings()
+        value = _parse_id(id)
         try:
-            value = int(id.strip().replace("_", ""))
             decoded = settings.resolve_layout(layout or settings.layout).decode(value)
-        except ValueError as error:
-            raise CommandError(f"{id!r} is not an integer ID: {error}") from error
-        except (IdFieldsError, KeyError, TypeError, ImportError) as error:
-            raise CommandError(str(error)) from error
+        except (IdFieldsError, KeyError, TypeError, ImportError, ValueError) as error:
+            raise CommandError(str(error).strip("\"'")) from error
         if options["json"]:
             data = decoded.to_dict()
             data["id"] = str(data["id"])  # exact for JavaScript consumers too
             self.stdout.write(json.dumps(data))
             return
-        self.stdout.write(f"id       {decoded.id}  (layout {decoded.layout})")
-        for name, field_value in decoded.values.items():
-            self.stdout.write(f"{name:<8} {field_value}")
+        rows = [("id", f"{decoded.id}  (layout {decoded.layout})")]
+        rows += [(name, str(field_value)) for name, field_value in decoded.values.items()]
         if decoded.time is not None:
-            self.stdout.write(f"time     {decoded.time.isoformat()}")
+            rows.append(("time", decoded.time.isoformat()))
+        width = max(len(name) for name, _ in rows)
+        for name, text in rows:
+            self.stdout.write(f"{name:<{width}}  {text}")
         if not decoded.in_layout:
             self.stdout.write(
                 self.style.WARNING(f"not a valid {decoded.layout} ID: a field is out of range")
             )
+
+
+def _parse_id(text: str) -> int:
+    """A decimal ID (``_`` separators allowed); anything else is a one-line CommandError."""
+    digits = text.strip().replace("_", "")
+    if not digits.isdigit() or not digits.isascii():
+        raise CommandError(
+            f"{text!r} is not an ID: give it in decimal digits, e.g. 384029105134592000 "
+            "(base62 strings: `idfields decode` first)"
+        )
+    return int(digits)

@@ -26,4 +26,7 @@ class Command(BaseCommand):
             launch = record_launch(coordination_database(database), label)
         except (IdFieldsError, ValueError) as error:
             raise CommandError(str(error)) from error
-        self.stdout.write(str(launch))
+        self.stdout.write(
+            f"launch {launch} recorded for {label!r}: processes started from now on take their "
+            f"DecimalId generator ids within it (or pin it: IDFIELDS_LAUNCH_ID={launch})"
+        )

@@ -36,7 +36,8 @@ class Command(BaseCommand):
         self._table([_row(lease) for lease in leases])
         self.stdout.write("")
         settings = get_settings()
-        names = dict.fromkeys([settings.layout, *settings.layouts, *(x.layout for x in leases)])
+        in_table = (lease.layout.partition("#")[0] for lease in leases)  # key: name#fingerprint
+        names = dict.fromkeys([settings.layout, *settings.layouts, *in_table])
         for name in names if layout is None else [layout]:
             try:
                 resolved = settings.resolve_layout(name)
@@ -81,7 +82,7 @@ def _room(db: Database, layout: Layout, leases: list[LeaseInfo]) -> str:
             f"{max(generator_field.size - used, 0):,} of {generator_field.size:,} generator ids "
             f"left in this launch; {layout.runs_out_text}"
         )
-    live = sum(1 for lease in leases if lease.layout == layout.name and lease.live)
+    live = sum(1 for lease in leases if lease.layout == layout.lease_key and lease.live)
     return (
         f"{layout.name}: {layout.node_count - live:,} of {layout.node_count:,} nodes free "
         f"({live} leased); timestamps run out: {layout.runs_out_text}"

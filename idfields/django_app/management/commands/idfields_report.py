@@ -68,7 +68,7 @@ def _facts(layout: Layout, state: tuple[dict[str, int], int | None] | None) -> l
     if state is None:
         facts.append("nodes free: unknown (no idfields tables; run migrate)")
     elif layout.timestamp is not None:
-        facts.append(f"nodes free: {layout.node_count - state[0].get(layout.name, 0):,}")
+        facts.append(f"nodes free: {layout.node_count - state[0].get(layout.lease_key, 0):,}")
     elif state[1] is not None:
         facts.append(f"launch {state[1]}: {MAX_LAUNCH_ID - state[1]:,} launch ids left")
     facts.append("JS-safe" if layout.max_id <= MAX_JS_SAFE_ID else "not JS-safe (> 2**53-1)")
