@@ -48,6 +48,16 @@ def pg_kwargs(postgres_url: str) -> dict[str, object]:
     return kwargs
 
 
+@pytest.fixture(autouse=True)
+def _idfields_tables(request: pytest.FixtureRequest) -> None:
+    """The tables again before each test: the session database is shared with suites whose
+    ``metadata.drop_all()`` drops them too (an ID column brings them into its metadata)."""
+    if "pg_kwargs" in request.fixturenames:
+        kwargs = request.getfixturevalue("pg_kwargs")
+        with psycopg.connect(**kwargs, autocommit=True) as conn:
+            conn.execute(TABLES)
+
+
 @pytest.fixture
 def connect(pg_kwargs: dict[str, object]) -> Iterator[Connect]:
     opened: list[psycopg.Connection[tuple[Any, ...]]] = []
