@@ -23,6 +23,17 @@ hold a node of the same name under another key, the claim is refused, naming the
 runs after the claim as well, so of two processes of different layouts starting at once at
 least one sees the other and gives its node back.
 
+Crash loops: when no node is free, a row whose holder is provably dead is reclaimed at once
+instead of after the ttl: an app process on this host (same host and boot, its pid gone or
+reused; see ``holders``), or a PostgreSQL backend gone from ``pg_stat_activity``. The dead
+holder issued nothing after its death, and every leased generator runs at most
+``LEASE_MAX_SKEW_MS`` ahead of its clock (the assignment caps it; the SQL functions too), so the
+new holder is fenced at ``min(expiry, now + LEASE_MAX_SKEW_MS)`` on the dead holder's own clock
+(this host's, or the server's): later than any ID it could have issued. That needs the clock not
+to have stepped back since its last ID, so only rows whose claim and last renewal are not in
+that clock's future are reclaimed (processes of one host share the ttl setting, which dates the
+renewal).
+
 A database error backs the source off (0.1 s, doubling up to 10 s) before its next attempt, so
 a generator that lost its lease during an outage retries instead of hammering the database or
 giving up.
@@ -31,25 +42,26 @@ giving up.
 from __future__ import annotations
 
 import logging
-import os
 import random
-import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from idfields.coordination import holders
 from idfields.coordination.database import Database, check_length, insert_if_absent
 from idfields.errors import NodeError
 from idfields.layouts import Layout, PlacedField
+from idfields.metrics import emit
 from idfields.nodes import Assignment
 
 logger = logging.getLogger("idfields.coordination")
 
 _NS_PER_MS = 1_000_000
 _PROBES = 32  # random nodes tried before enumerating the whole space
+LEASE_MAX_SKEW_MS = 1000  # run-ahead cap of leased generators (and of the SQL functions)
+DATABASE_LEASE_MS = 2000  # the SQL functions' lease: a backend renews to now + this
 _FIRST_BACKOFF_MS = 100
 _MAX_BACKOFF_MS = 10_000
 
@@ -96,14 +108,23 @@ class LeaseSource:
     def acquire(self, layout: Layout) -> Assignment:
         placed = _lease_field(layout)
         self._backoff.check(self._now_ms())
+        started = time.perf_counter()
         try:
             lease = self._acquire(layout, placed)
         except NodeError:  # the node space, not the database: nothing to back off from
             raise
         except Exception as error:
+            emit("lease.failed", layout=layout.lease_key)
             self._backoff.failed(self._now_ms(), error)
             raise
         self._backoff.succeeded()
+        emit(
+            "lease.claimed",
+            time.perf_counter() - started,
+            layout=lease.layout,
+            node=str(lease.node),
+            reclaimed=str(lease.reclaimed).lower(),
+        )
         return lease.assignment(placed.name)
 
     def _acquire(self, layout: Layout, placed: PlacedField) -> _Lease:
@@ -111,13 +132,18 @@ class LeaseSource:
         holder = self._holder_name()
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
-            expiries, fence = self._expiries(layout, key, now)
+            rows, fence = self._own_rows(layout, key, now)
+            expiries = {row.node: row.expires for row in rows}
             for node in _candidates(placed, expiries, now):
                 old_expiry = expiries.get(node)
                 lease = self._claim(key, node, old_expiry, holder, now, max(old_expiry or 0, fence))
                 if lease is not None:
                     self._check_no_other_layout(layout, key, lease)
                     return lease
+            lease = self._reclaim(key, rows, holder, now, fence)
+            if lease is not None:
+                self._check_no_other_layout(layout, key, lease)
+                return lease
         live = sum(1 for expires in expiries.values() if expires >= now)
         raise NodeError(
             f"no free node for layout {layout.name!r}: {live} of its {placed.size} nodes "
@@ -127,40 +153,66 @@ class LeaseSource:
             "(manage.py idfields_nodes, or list_leases()) shows the holders"
         )
 
-    def _expiries(self, layout: Layout, key: str, now: int) -> tuple[dict[int, int], int]:
-        """The expiry of each node row of ``key``, and the fence of every other layout of the
-        same name (the last time any of them may have issued); refuses while one is live."""
-        expiries: dict[int, int] = {}
+    def _own_rows(self, layout: Layout, key: str, now: int) -> tuple[list[_Row], int]:
+        """The node rows of ``key``, and the fence of every other layout of the same name (the
+        last time any of them may have issued); refuses while one is live."""
+        own: list[_Row] = []
         fence = 0
-        for row_key, node, holder, expires in self._same_name_rows(layout):
-            if row_key == key:
-                expiries[node] = expires
-            elif holder and expires >= now:
-                raise self._other_layout(layout, row_key, node)
+        for row in self._same_name_rows(layout):
+            if row.key == key:
+                own.append(row)
+            elif row.holder and row.expires >= now:
+                raise self._other_layout(layout, row.key, row.node)
             else:
-                fence = max(fence, expires)
-        return expiries, fence
+                fence = max(fence, row.expires)
+        return own, fence
+
+    def _reclaim(
+        self, key: str, rows: list[_Row], holder: str, now: int, fence: int
+    ) -> _Lease | None:
+        """Take a node whose holder is provably dead, fenced after anything it could have issued.
+
+        App holders: dead on this host (same boot, pid gone or reused), judged on our clock.
+        Database backends: their pid gone from ``pg_stat_activity``, judged on the server's
+        clock, which is the one they issued on.
+        """
+        backends = _backends(self._database, rows)
+        for row in rows:
+            who = holders.parse(row.holder)
+            if who.kind == "database" and backends is not None:
+                live_pids, clock = backends
+                dead, renewed = who.pid not in live_pids, row.expires - DATABASE_LEASE_MS
+            else:
+                dead, clock = who.is_dead_here(), now
+                renewed = row.expires - self._ttl_ms  # its last renewal, if it shared our ttl
+            if dead and max(row.acquired, renewed) <= clock:
+                behind = max(min(row.expires, clock + LEASE_MAX_SKEW_MS), fence)
+                lease = self._claim(key, row.node, row.expires, holder, now, behind)
+                if lease is not None:
+                    return lease
+        return None
 
     def _check_no_other_layout(self, layout: Layout, key: str, lease: _Lease) -> None:
         """After a claim: a process of another layout of this name that claimed at the same
         time is seen now (its claim committed before our check, or ours before its check)."""
         try:
-            self._expiries(layout, key, self._now_ms())
+            self._own_rows(layout, key, self._now_ms())
         except NodeError:
             lease.release(0)
             raise
 
-    def _same_name_rows(self, layout: Layout) -> list[tuple[str, int, str, int]]:
+    def _same_name_rows(self, layout: Layout) -> list[_Row]:
         """Lease rows of every layout named like ``layout`` (bare name or ``name#...``)."""
         bare = layout.lease_key.partition("#")[0]
         where, params = _named(bare)
         rows = self._database.execute(
-            f"SELECT layout, node, holder, expires_at_ms FROM idfields_node_lease WHERE {where}",  # noqa: S608
+            "SELECT layout, node, holder, acquired_at_ms, expires_at_ms "  # noqa: S608
+            f"FROM idfields_node_lease WHERE {where}",
             params,
         ).rows
         return [
-            (str(key), int(node), str(holder), int(expires))
-            for key, node, holder, expires in rows
+            _Row(str(key), int(node), str(holder), int(acquired), int(expires))
+            for key, node, holder, acquired, expires in rows
             if _is_named(str(key), bare)
         ]
 
@@ -206,14 +258,25 @@ class LeaseSource:
             return None
         if fence is None:
             fence = old_expiry or 0
-        return _Lease(self, layout, node, holder, now, expires, fence)
+        reclaimed = fence < (old_expiry or 0)
+        return _Lease(self, layout, node, holder, now, expires, fence, reclaimed)
 
     def _holder_name(self) -> str:
-        base = self._holder or f"{socket.gethostname()[:200]}:{os.getpid()}"
-        return check_length("lease holder", f"{base}:{secrets.token_hex(4)}", 255)
+        return check_length("lease holder", holders.this_process(self._holder), 255)
 
     def _now_ms(self) -> int:
         return self._clock() // _NS_PER_MS
+
+
+@dataclass(frozen=True)
+class _Row:
+    """A lease row as a claim reads it."""
+
+    key: str
+    node: int
+    holder: str
+    acquired: int
+    expires: int
 
 
 class _Backoff:
@@ -261,10 +324,12 @@ class _Lease:
         now: int,
         expires: int,
         fence_ms: int,
+        reclaimed: bool,
     ) -> None:
         self._source = source
-        self._layout = layout
-        self._node = node
+        self.layout = layout
+        self.node = node
+        self.reclaimed = reclaimed
         self._holder = holder
         self._expires = expires
         self._renewed = now
@@ -272,12 +337,13 @@ class _Lease:
 
     def assignment(self, field: str) -> Assignment:
         return Assignment(
-            {field: self._node},
+            {field: self.node},
             not_before_ns=self._fence_ms * _NS_PER_MS,
             valid_until_ns=self._expires * _NS_PER_MS,
             renew_after_ns=self._renew_after_ns(),
             renew=self.renew,
             release=self.release,
+            max_skew_ns=LEASE_MAX_SKEW_MS * _NS_PER_MS,
         )
 
     def _renew_after_ns(self) -> int:
@@ -286,21 +352,30 @@ class _Lease:
     def renew(self) -> tuple[int, int]:
         """Extend the lease; NodeError if another process took it meanwhile."""
         now = self._source._now_ms()
+        started = time.perf_counter()
         # Never shorten the promise: a clock that stepped back must not free timestamps we used.
         expires = max(self._expires, now + self._source._ttl_ms)
-        matched = self._source._database.execute(
-            "UPDATE idfields_node_lease SET expires_at_ms = %s "
-            "WHERE layout = %s AND node = %s AND holder = %s",
-            [expires, self._layout, self._node, self._holder],
-        ).rowcount
+        try:
+            matched = self._source._database.execute(
+                "UPDATE idfields_node_lease SET expires_at_ms = %s "
+                "WHERE layout = %s AND node = %s AND holder = %s",
+                [expires, self.layout, self.node, self._holder],
+            ).rowcount
+        except Exception:
+            emit("lease.failed", layout=self.layout)
+            raise
         if matched != 1:
+            emit("lease.lost", layout=self.layout, node=str(self.node))
             raise NodeError(
-                f"lease lost: node {self._node} of layout {self._layout!r} lapsed "
+                f"lease lost: node {self.node} of layout {self.layout!r} lapsed "
                 f"(at {self._expires} ms) and another process holds it now; this generator "
                 "takes another node. Renewals failed for longer than the lease ttl: check the "
                 "database connection"
             )
         self._expires, self._renewed = expires, now
+        emit(
+            "lease.renewed", time.perf_counter() - started, layout=self.layout, node=str(self.node)
+        )
         return self._renew_after_ns(), expires * _NS_PER_MS
 
     def release(self, issued_until_ns: int) -> None:
@@ -310,13 +385,13 @@ class _Lease:
             self._source._database.execute(
                 "UPDATE idfields_node_lease SET holder = %s, expires_at_ms = %s "
                 "WHERE layout = %s AND node = %s AND holder = %s",
-                ["", min(until, self._expires), self._layout, self._node, self._holder],
+                ["", min(until, self._expires), self.layout, self.node, self._holder],
             )
         except Exception:  # the lease lapses after its ttl anyway; other leases still release
             logger.warning(
                 "could not release node %s of layout %r; it lapses at its expiry",
-                self._node,
-                self._layout,
+                self.node,
+                self.layout,
                 exc_info=True,
             )
 
@@ -349,6 +424,18 @@ def list_leases(
         )
         for name, node, holder, acquired, expires in rows
     ]
+
+
+def _backends(database: Database, rows: list[_Row]) -> tuple[set[int], int] | None:
+    """PostgreSQL's live backend pids and its clock (ms), when a database backend holds a row."""
+    if database.vendor != "postgresql" or not any(
+        holders.parse(row.holder).kind == "database" for row in rows
+    ):
+        return None
+    found = database.execute(
+        "SELECT pid, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM pg_stat_activity"
+    ).rows
+    return {int(pid) for pid, _ in found}, max(int(clock) for _, clock in found)
 
 
 def _named(name: str) -> tuple[str, list[object]]:

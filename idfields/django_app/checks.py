@@ -34,11 +34,13 @@ from typing import Any
 from django.apps import AppConfig, apps
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
-from django.db import DEFAULT_DB_ALIAS, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.models import BigIntegerField, ForeignObject, Model
 
+from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+from idfields.django_app.sources import coordination_database
 from idfields.errors import IdFieldsError
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
@@ -290,3 +292,41 @@ def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
                     obj=object_id,
                     id="idfields.E020",
                 )
+
+
+@register(Tags.database)
+def check_launch_room(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[Any]:
+    """DecimalId: warn once the current launch has used more than half its generator ids.
+
+    Every process, and every database backend calling ``next_decimalid()``, takes a generator id
+    of the launch for good (a counter cannot be fenced by time), so connection churn uses them up.
+    """
+    settings = get_settings()
+    if not databases or settings.database not in databases:
+        return []
+    layouts, _ = _layouts_in_use(settings)
+    messages: list[CheckMessage] = []
+    for layout in layouts:
+        if layout.timestamp is not None:
+            continue
+        try:
+            room = launch_room(coordination_database(), layout)
+        except (IdFieldsError, DatabaseError):
+            continue  # no launch yet, or no tables: other checks and migrate say so
+        if room.generators_used * 2 > room.generators_total:
+            messages.append(
+                Warning(
+                    f"launch {room.launch} of layout {layout.name!r} has used "
+                    f"{room.generators_used:,} of its {room.generators_total:,} generator ids "
+                    "(one per process start and per database backend that generates).",
+                    hint="Record a new launch (manage.py idfields_launch) at the next deploy, "
+                    "and pool database connections that call next_decimalid().",
+                    obj=_SETTING,
+                    id="idfields.W020",
+                )
+            )
+    return messages

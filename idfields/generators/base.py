@@ -25,6 +25,7 @@ from typing import Protocol, runtime_checkable
 from idfields import forking
 from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
+from idfields.metrics import GeneratorStats
 from idfields.nodes import (
     Assignment,
     FixedSource,
@@ -97,6 +98,7 @@ class IdGenerator:
         ) + (sequence.minimum * sequence.multiplier if sequence else 0)
         self._node_base = 0
         self._id = 0
+        self._issued = self._block = self._left = 0
         self._closed = False
         self._mark_stale()
         live_generators.add(self)
@@ -184,7 +186,27 @@ class IdGenerator:
     def _mark_stale(self) -> None:
         """Send the next call down the slow path, which takes a node before issuing."""
         self._stale = True
-        self._left = 0
+        self._start_block(0)
+
+    def _start_block(self, size: int) -> None:
+        """Begin a tick or block of ``size`` IDs, counting what the last one issued.
+
+        Counting here, on the slow path, is what keeps :meth:`stats` free for the hot path.
+        """
+        self._issued += self._block - self._left
+        self._left = self._block = size
+
+    def stats(self) -> GeneratorStats | None:
+        """IDs issued and run-ahead now, or None for a generator that never issued."""
+        issued = self._issued + self._block - self._left
+        if not issued:
+            return None
+        node = ",".join(f"{k}={v}" for k, v in (self.node or {}).items()) or "-"
+        return GeneratorStats(self.layout.lease_key, node, issued, self._run_ahead_s())
+
+    def _run_ahead_s(self) -> float:
+        """How far the last ID's time is ahead of the clock (a counter has none)."""
+        return 0.0
 
     def _drop_assignment(self) -> None:
         assignment, self._assignment = self._assignment, None
@@ -237,3 +259,4 @@ class IdGenerator:
         self._busy = 0
         self._assignment = None  # the parent's; never released from here
         self._mark_stale()
+        self._issued = 0  # the parent's IDs are the parent's to report

@@ -37,5 +37,5 @@ class CounterGenerator(IdGenerator):
     def _renew(self) -> None:
         """A fresh block: at first use, after fork, and when the counter is used up."""
         self._assign()
-        self._left = self._per_block
+        self._start_block(self._per_block)
         self._id = self._node_base - self._step

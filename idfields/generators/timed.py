@@ -16,6 +16,7 @@ from idfields.errors import ClockMovedBackwards, LayoutExhausted, NodeError, Val
 from idfields.generators.base import IdGenerator
 from idfields.generators.hotpath import TimeCore
 from idfields.layouts import Layout
+from idfields.metrics import emit
 from idfields.nodes import Assignment, NodeSource
 
 Clock = Callable[[], int]
@@ -60,6 +61,7 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._max_tick = NO_LIMIT if geometry.max_tick is None else geometry.max_tick
         self._renew_tick = self._expiry_tick = self._limit_tick = self._max_tick
         self._renew_error: Exception | None = None
+        self._max_skew_ns = max_skew_ns
         self._skew_ticks = max_skew_ns // self._unit_ns
         self._max_wait_ns = max_wait_ns
 
@@ -92,7 +94,7 @@ class TimeGenerator(TimeCore, IdGenerator):
         if tick > self._limit_tick:
             tick = self._check_limits(tick)
         self._tick = tick
-        self._left = self._per_block
+        self._start_block(self._per_block)
         self._id = self._node_base + (tick % self._modulus) * self._tick_mul - self._step
         # The pure hot path's window: the clock readings at which this tick may still be used.
         self._floor_ns = self._epoch_ns + (tick - self._skew_ticks) * self._unit_ns
@@ -139,8 +141,15 @@ class TimeGenerator(TimeCore, IdGenerator):
 
     def _assign(self) -> Assignment:
         assignment = super()._assign()
+        self._apply_skew_cap(assignment)
         self._apply_window(assignment.renew_after_ns, assignment.valid_until_ns)
         return assignment
+
+    def _apply_skew_cap(self, assignment: Assignment) -> None:
+        """A lease may cap the run-ahead: a reclaimed node's fence assumes that bound."""
+        cap = assignment.max_skew_ns
+        skew_ns = self._max_skew_ns if cap is None else min(self._max_skew_ns, cap)
+        self._skew_ticks = skew_ns // self._unit_ns
 
     def _apply_window(self, renew_after_ns: int | None, valid_until_ns: int | None) -> None:
         tick_of = self.layout.tick_of
@@ -154,15 +163,24 @@ class TimeGenerator(TimeCore, IdGenerator):
             return time.time_ns()
         return self._epoch_ns + (self._tick + 1) * self._unit_ns - 1  # the last ns of the tick
 
+    def _run_ahead_s(self) -> float:
+        if self._tick == STALE_TICK:
+            return 0.0
+        ahead_ns = self._epoch_ns + self._tick * self._unit_ns - self._clock()
+        return max(ahead_ns, 0) / 1e9
+
     def _make_room(self, now_tick: int, wanted: int) -> None:
         """The slow path: assign a node, run ahead within the skew bound, wait, or raise. Each
         turn decides from the state afresh: while it waited, other threads went on."""
+        if not self._stale and self._left and now_tick < self._tick:
+            behind_s = (self._tick - now_tick) * self._unit_ns / 1e9
+            emit("clock.backwards", behind_s, layout=self.layout.lease_key)
         waited_ns = 0
         while True:
             if self._stale:  # first use, after fork or close: claim a node (or be refused)
                 fence = self._assign().not_before_ns
                 self._tick = max(0, self.layout.tick_of(fence)) if fence else 0
-                self._left = 0
+                self._start_block(0)
             if now_tick > self._tick:
                 self._begin(now_tick)
                 return
@@ -190,6 +208,7 @@ class TimeGenerator(TimeCore, IdGenerator):
             )
         batch = min(-(-wanted // self._per_block), max(self._skew_ticks // 2, 1))
         wait_ns = min((max(behind, batch) if behind <= 1 else behind) * self._unit_ns, budget_ns)
+        emit("clock.wait", wait_ns / 1e9, layout=self.layout.lease_key)
         self._pause(wait_ns / 1e9, self._sleep)
         return wait_ns
 

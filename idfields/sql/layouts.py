@@ -11,12 +11,20 @@ constants; the decoder is plain SQL like ``decode_snowflake()``, agreeing with
 the fix.
 
 The SQL depends only on the layout's data and the SQL version, so a migration that stores both
-(``Layout.to_spec()`` and ``"0001"``) replays the same way forever: the template of a released
-version is never edited; a new slow path gets a new version and a new template beside this one.
+(``Layout.to_spec()`` and ``"0002"``) replays the same way forever: the template of a released
+version is never edited (golden files in ``tests/pg/golden/<version>/`` hold it), and the
+migration operations also record :func:`sql_digest` of what they install and refuse anything
+else. A new slow path gets a new version and a new template beside the old ones.
+
+Version 0002 (over SQL 0002) binds every name when the functions are created (BEGIN ATOMIC
+bodies, installed under a pinned search_path), leaves the caller's ``lastval()`` alone
+(currval()/setval()), leases under the layout's :attr:`~Layout.lease_key` like the app, revokes
+the ``_at`` test hook from PUBLIC and adds ``idfields.take_<name>(n)`` for bulk loads.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +35,7 @@ from idfields.errors import LayoutError
 from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
 
 #: SQL versions whose slow path user layouts can be rendered against.
-VERSIONS = ("0001",)
+VERSIONS = ("0001", "0002")
 
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
@@ -88,13 +96,15 @@ class _Shape:
 
 def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, str]:
     """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)`` and
-    ``decode_<name>(bigint[, timestamptz])``."""
+    ``decode_<name>(bigint[, timestamptz])`` (and, from 0002, ``take_<name>(bigint)``)."""
     if version not in VERSIONS:
         raise ValueError(
             f"idfields renders layout functions for SQL versions {', '.join(VERSIONS)}, "
             f"not {version!r}; name one of those (and install it with InstallIdFunctions)"
         )
     shape = _shape(layout)
+    if version != "0001":
+        return _render_0002(layout, shape)
     clock = _clock(shape)
     render = _render_wrapping if shape.wraps else _render_growing
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
@@ -115,6 +125,23 @@ def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, 
         f"{drop_decoder}"
     )
     return create, drop
+
+
+def sql_digest(script: str) -> str:
+    """The sha256 a migration records of the SQL it installs (hex)."""
+    return hashlib.sha256(script.encode("utf-8")).hexdigest()
+
+
+def check_digest(layout: Layout, version: str, script: str, digest: str | None) -> None:
+    """Refuse to install ``script`` unless it is what the migration recorded (``digest``)."""
+    if digest is not None and sql_digest(script) != digest:
+        raise LayoutError(
+            f"the SQL idfields renders today for layout {layout.name!r} (version {version}) is "
+            f"not what this migration recorded (sha256 {digest[:12]}..., now "
+            f"{sql_digest(script)[:12]}...): the renderer or the layout changed. Keep the "
+            f"migration's layout spec and version as written; install a changed layout with a "
+            f"new migration"
+        )
 
 
 def as_layout(layout: LayoutLike) -> Layout:
@@ -317,7 +344,7 @@ def _render_wrapping(shape: _Shape, now: str) -> str:
     END"""
 
 
-def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:
+def _render_decoder(layout: Layout, shape: _Shape, atomic: bool = False) -> tuple[str, str]:
     """(create SQL, drop SQL) of decode_snowflake()'s twin or, for a wrapping timestamp,
     decode_traceid()'s: (id, reference) IMMUTABLE, and (id) reading the clock."""
     stamp = _stamp(layout)
@@ -346,15 +373,19 @@ def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:
     FROM (SELECT {_time(layout, shape, per_us)} AS at
           FROM ({_tick(layout, shape)}) AS w) AS t"""  # noqa: S608 (no input)
     plain = f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n    id bigint, {columns}\n)\n"
+    full = f"BEGIN ATOMIC\n{body};\nEND;\n" if atomic else f"AS $$\n{body}\n$$;\n"
     if not shape.wraps:
-        create = f"{plain}LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\nAS $$\n{body}\n$$;\n"
+        create = f"{plain}LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n{full}"
         return create, f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint);\n"
     now_reference = f"SELECT * FROM idfields.{decoder}(id, pg_catalog.clock_timestamp())"  # noqa: S608 (a quoted name)
+    short = (
+        f"BEGIN ATOMIC\n    {now_reference};\nEND;\n" if atomic else f"AS $$ {now_reference} $$;\n"
+    )
     create = (
         f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n"
         f"    id bigint, reference timestamptz, {columns}\n)\n"
-        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\nAS $$\n{body}\n$$;\n\n"
-        f"{plain}LANGUAGE sql VOLATILE STRICT PARALLEL SAFE\nAS $$ {now_reference} $$;\n"
+        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n{full}\n"
+        f"{plain}LANGUAGE sql VOLATILE STRICT PARALLEL SAFE\n{short}"
     )
     drop = (
         f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint, timestamptz);\n"
@@ -429,3 +460,118 @@ def _time(layout: Layout, shape: _Shape, per_us: int) -> str:
     return (
         f"CASE WHEN w.tick BETWEEN {max(lowest, _SIGN)} AND {min(highest, _MAX_ID)} THEN {at} END"
     )
+
+
+# -- version 0002 -------------------------------------------------------------------------------
+
+_PIN = (
+    "SELECT pg_catalog.set_config('idfields.install_search_path',\n"
+    "    pg_catalog.current_setting('search_path'), true);\n"
+    "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);\n"
+)
+_UNPIN = (
+    "SELECT pg_catalog.set_config('search_path',\n"
+    "    pg_catalog.current_setting('idfields.install_search_path'), true);\n"
+)
+
+
+def _render_0002(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """0002's functions: names bound at creation under a pinned search_path, the position
+    advanced with currval()/setval(), the slow path of SQL 0002 with the layout's lease key."""
+    clock = _clock(shape)
+    render = _render_wrapping_0002 if shape.wraps else _render_growing_0002
+    function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
+    take = _ident(f"take_{shape.name}")
+    decoder, drop_decoder = _render_decoder(layout, shape, atomic=True)
+    arguments = ", ".join(_layout_arguments(layout, shape, "n"))
+    create = (
+        f"-- idfields 0002: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
+        f"{_PIN}\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
+        f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick')};\nEND;\n"
+        f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
+        f"BEGIN ATOMIC\n{render(layout, shape, clock)};\nEND;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
+        f"BEGIN ATOMIC\n    SELECT idfields.take_ids({arguments});\nEND;\n\n"
+        f"{decoder}\n"
+        f"{_UNPIN}"
+    )
+    drop = (
+        f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
+        f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
+        f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+        f"{drop_decoder}"
+    )
+    return create, drop
+
+
+def _layout_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
+    """SQL 0002's slow-path (and take_ids) arguments: name, lease key, ``now``, the geometry,
+    and the lease table the caller's search_path finds."""
+    geometry = [
+        shape.epoch_us,
+        shape.unit_us,
+        shape.ts_bits,
+        shape.ts_shift,
+        str(shape.wraps).lower(),
+        shape.node_shift,
+        shape.node_min,
+        shape.node_max,
+        shape.seq_bits,
+        shape.seq_min,
+        shape.fixed,
+        shape.max_ahead,
+        shape.lease_ms,
+    ]
+    return [
+        _literal(shape.name),
+        _literal(layout.lease_key),
+        now,
+        *(str(value) for value in geometry),
+        "pg_catalog.to_regclass('idfields_node_lease')",
+    ]
+
+
+def _slow_path_0002(layout: Layout, shape: _Shape, now: str) -> str:
+    return f"idfields.time_slow_path({', '.join(_layout_arguments(layout, shape, now))})"
+
+
+def _render_growing_0002(layout: Layout, shape: _Shape, now: str) -> str:
+    """_render_growing over the last issued ID (currval) instead of a fresh one (nextval)."""
+    s, sequence = shape.ts_shift, _sequence(shape)
+    last = f"pg_catalog.currval({sequence})"
+    last_tick = f"({last} >> {s})"
+    if shape.top:
+        last_tick = f"({last_tick} & {(1 << shape.ts_bits) - 1})"
+    middle = ((1 << s) - 1) ^ shape.seq_mask
+    low = shape.top | shape.seq_min
+    limit = _literal(f"idfields.{shape.name}_limit")
+    return f"""    SELECT CASE
+        WHEN (({last} + 1
+            - {_with_top(shape, f"({now} << {s})")}) & {_SIGN | shape.seq_mask}) > 0
+        THEN pg_catalog.setval({sequence}, {last} + 1)
+        WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
+            THEN ({last} & {shape.seq_mask}) <> {shape.seq_mask} END
+        THEN pg_catalog.setval({sequence},
+            (GREATEST({now}, {last_tick} + 1) << {s})
+            | ({last} & {middle}){f" | {low}" if low else ""})
+        ELSE {_slow_path_0002(layout, shape, now)}
+    END"""
+
+
+def _render_wrapping_0002(layout: Layout, shape: _Shape, now: str) -> str:
+    """_render_wrapping over the last issued ID (currval) instead of a fresh one (nextval)."""
+    s, period_mask, sequence = shape.ts_shift, (1 << shape.ts_bits) - 1, _sequence(shape)
+    last = f"pg_catalog.currval({sequence})"
+    kept = ((period_mask - 1) << s) | shape.seq_mask
+    return f"""    SELECT CASE
+        WHEN (((({last} + 1
+            - {_with_top(shape, f"(({now} & {period_mask}) << {s})")}) & {kept}) - 1)
+            & {-(1 << shape.seq_bits)}) = 0
+        THEN pg_catalog.setval({sequence}, {last} + 1)
+        ELSE {_slow_path_0002(layout, shape, now)}
+    END"""

@@ -235,3 +235,24 @@ def test_w010_leaves_apps_that_pin_their_keys_on_purpose_alone() -> None:
     assert check_app_key_overrides(None) == []
     with override_settings(DEFAULT_AUTO_FIELD="django.db.models.BigAutoField"):
         assert check_app_key_overrides(None) == []  # only while DEFAULT_AUTO_FIELD is ours
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_launch_past_half_its_generator_ids_warns() -> None:
+    from idfields.coordination import record_launch
+    from idfields.django_app.checks import check_launch_room
+    from idfields.django_app.sources import coordination_database
+
+    db = coordination_database()
+    launch = record_launch(db, "checks test")
+    name = f"generator:{launch}"
+    try:
+        with override_settings(IDFIELDS={"LAYOUT": "decimal", "NODE_SOURCE": "lease"}):
+            db.execute("INSERT INTO idfields_counter (name, value) VALUES (%s, %s)", [name, 50_000])
+            assert check_launch_room(databases=["default"]) == []
+            db.execute("UPDATE idfields_counter SET value = %s WHERE name = %s", [50_001, name])
+            [warning] = check_launch_room(databases=["default"])
+            assert warning.id == "idfields.W020" and "50,001 of its 100,000" in warning.msg
+            assert check_launch_room(databases=None) == []  # only with --database
+    finally:
+        db.close()  # the lease connection, so the test database can be dropped

@@ -3,6 +3,7 @@ empty databases for the tests that install or drop the functions themselves."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from collections.abc import Callable, Iterator
@@ -39,12 +40,18 @@ def run_in_threads(work: Callable[[int], None], count: int) -> None:
     assert not errors
 
 
+def sql_version() -> str:
+    """The SQL version the suite installs: the latest, or ``IDFIELDS_TEST_SQL_VERSION`` (run the
+    reproductions against an older release to see them fail)."""
+    return os.environ.get("IDFIELDS_TEST_SQL_VERSION", sql.LATEST)
+
+
 @pytest.fixture(scope="session")
 def pg_kwargs(postgres_url: str) -> dict[str, object]:
     kwargs = DbUrl.parse(postgres_url).psycopg_kwargs()
     with psycopg.connect(**kwargs, autocommit=True) as conn:
         conn.execute(TABLES)
-        conn.execute(sql.load(sql.LATEST))
+        conn.execute(sql.load(sql_version()))
     return kwargs
 
 
@@ -74,12 +81,15 @@ def connect(pg_kwargs: dict[str, object]) -> Iterator[Connect]:
 
 @pytest.fixture
 def empty_database(postgres_url: str) -> Iterator[DbUrl]:
-    """A new, empty database on the test server (dropped afterwards): installing or dropping
-    the functions there cannot disturb the tests sharing the session database."""
+    """A new database on the test server holding only the idfields tables (dropped afterwards):
+    installing or dropping the functions there cannot disturb the tests sharing the session
+    database."""
     server = DbUrl.parse(postgres_url)
     name = f"idfields_ops_{secrets.token_hex(4)}"
     with psycopg.connect(**server.psycopg_kwargs(), autocommit=True) as admin:
         admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+    with psycopg.connect(**server.with_database(name).psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(TABLES)
     try:
         yield server.with_database(name)
     finally:

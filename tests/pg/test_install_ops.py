@@ -192,5 +192,44 @@ def test_alembic_ops_reverse_each_other() -> None:
     assert isinstance(install.reverse().reverse(), InstallIdFunctionsOp)
     upgrade = InstallIdFunctionsOp("0001", from_version="0001").reverse()
     assert isinstance(upgrade, InstallIdFunctionsOp) and upgrade.from_version is None
-    with pytest.raises(ValueError, match="no SQL version '0002'"):
-        InstallIdFunctionsOp("0001", from_version="0002")
+    with pytest.raises(ValueError, match="no SQL version '9999'"):
+        InstallIdFunctionsOp("0001", from_version="9999")
+
+
+def test_alembic_offline_install_of_0002_names_the_schema(
+    empty_database: DbUrl, tmp_path: Path
+) -> None:
+    named = alembic_env.migration(
+        'op.install_id_functions("0002", lease_schema="public")', 'op.drop_id_functions("0002")'
+    )
+    config, output = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), named)
+    command.upgrade(config, "head", sql=True)
+    script = output.getvalue()
+    assert '"public".idfields_node_lease' in script and "BEGIN ATOMIC" in script
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(script.encode())
+    assert generates(empty_database)
+
+
+def test_alembic_offline_install_of_0002_without_a_schema_is_refused(
+    empty_database: DbUrl, tmp_path: Path
+) -> None:
+    unnamed = alembic_env.migration('op.install_id_functions("0002")', "pass")
+    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), unnamed)
+    with pytest.raises(ValueError, match="pass lease_schema="):
+        command.upgrade(config, "head", sql=True)
+
+
+def test_alembic_online_upgrade_0001_to_0002_in_place(
+    empty_database: DbUrl, tmp_path: Path
+) -> None:
+    upgrade = alembic_env.migration(
+        'op.install_id_functions("0001")\n    op.install_id_functions("0002", from_version="0001")',
+        'op.drop_id_functions("0002")',
+    )
+    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), upgrade)
+    command.upgrade(config, "head")
+    ids = generates(empty_database)
+    assert ids == sorted(set(ids))
+    command.downgrade(config, "base")
+    assert not installed(empty_database)

@@ -27,7 +27,6 @@ from idfields.layouts import (
     GLOBALID,
     RUNID,
     SNOWFLAKE,
-    Constant,
     Layout,
     Node,
     Sequence,
@@ -35,41 +34,18 @@ from idfields.layouts import (
 )
 from idfields.sql.layouts import VERSIONS, render_layout_function
 from tests.pg.conftest import TABLES, run_in_threads
+from tests.pg.sample_layouts import COARSE, EPOCH, FINE, LAYOUTS, NARROW, TAGGED, WRAPPING
 from tests.pg.test_install_ops import MIGRATION as FUNCTIONS_MIGRATION
 from tests.pg.test_install_ops import django_connection, run
 
 __all__ = ["django_connection"]  # a fixture, imported for the Django tests below
-
-EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
-NARROW = Layout("narrow", [Timestamp(41, unit="ms", epoch=EPOCH), Node(10), Sequence(4)])
-COARSE = Layout("coarse", [Timestamp(32, unit="s", epoch=EPOCH), Node(8), Sequence(23)])
-TAGGED = Layout(  # constants above the timestamp, between it and the node, above the sequence
-    "tagged",
-    [
-        Constant(2, value=2, name="version"),
-        Timestamp(41, unit="ms", epoch=EPOCH),
-        Constant(1, value=1, name="region"),
-        Node(8, minimum=3, maximum=200),
-        Constant(1, value=1, name="flag"),
-        Sequence(5, minimum=1),
-    ],
-)
-WRAPPING = Layout(  # a period of 2**30 ms, about 12 days
-    "wrapping",
-    [Constant(1, value=1), Timestamp(30, unit="ms", wraps=True), Node(8), Sequence(10)],
-)
-FINE = Layout("fine", [Timestamp(50, unit="us", epoch=EPOCH), Node(6), Sequence(7)])
-SPARSE = Layout(  # high bits make ticks whose time in ms is past a bigint
-    "sparse", [Timestamp(40, unit="10ms", epoch=EPOCH), Node(2), Sequence(2)]
-)
-LAYOUTS = (NARROW, COARSE, TAGGED, WRAPPING, FINE, SPARSE)
 
 
 @pytest.fixture(scope="module", autouse=True)
 def installed(pg_kwargs: dict[str, object]) -> None:
     with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
         for layout in LAYOUTS:
-            conn.execute(render_layout_function(layout, "0001")[0].encode())
+            conn.execute(render_layout_function(layout, idsql.LATEST)[0].encode())
 
 
 def next_id(layout: Layout) -> sql.Composable:
@@ -93,7 +69,7 @@ def server_ns(conn: psycopg.Connection) -> int:
 def leased_node(conn: psycopg.Connection, layout: Layout) -> int:
     row = conn.execute(
         "SELECT node FROM public.idfields_node_lease WHERE layout = %s AND holder LIKE %s",
-        [layout.name, f"pg:{conn.info.backend_pid}:%"],
+        [layout.lease_key, f"pg:{conn.info.backend_pid}:%"],
     ).fetchone()
     assert row is not None
     return int(row[0])
@@ -103,7 +79,7 @@ def release(conn: psycopg.Connection, layout: Layout) -> None:
     """Hand back a node whose lease a test clock pushed into the future."""
     conn.execute(
         "DELETE FROM public.idfields_node_lease WHERE layout = %s AND holder LIKE %s",
-        [layout.name, f"pg:{conn.info.backend_pid}:%"],
+        [layout.lease_key, f"pg:{conn.info.backend_pid}:%"],
     )
 
 
@@ -163,7 +139,7 @@ def test_concurrent_connections_hold_their_own_nodes(connect: Any, table: str) -
 def test_the_hot_path_is_inlined_into_the_statement(connect: Any) -> None:
     plan = connect().execute("EXPLAIN VERBOSE SELECT idfields.next_narrow()").fetchall()
     text = "\n".join(row[0] for row in plan)
-    assert "nextval(" in text and "next_narrow" not in text
+    assert "setval(" in text and "next_narrow" not in text
 
 
 def test_clock_stepping_back_carries_forward_then_refuses(connect: Any) -> None:
@@ -347,8 +323,8 @@ def test_inexpressible_layouts_are_refused_with_the_fix(layout: Layout, problem:
 
 
 def test_unknown_sql_version_is_refused() -> None:
-    with pytest.raises(ValueError, match="not '0002'"):
-        render_layout_function(NARROW, "0002")
+    with pytest.raises(ValueError, match="not '9999'"):
+        render_layout_function(NARROW, "9999")
 
 
 # --- migration operations on a fresh database ------------------------------------------------

@@ -68,7 +68,13 @@ def _facts(layout: Layout, state: tuple[dict[str, int], int | None] | None) -> l
     if state is None:
         facts.append("nodes free: unknown (no idfields tables; run migrate)")
     elif layout.timestamp is not None:
-        facts.append(f"nodes free: {layout.node_count - state[0].get(layout.lease_key, 0):,}")
+        free = layout.node_count - state[0].get(layout.lease_key, 0)
+        ttl = get_settings().lease_ttl
+        facts.append(f"nodes free: {free:,}")
+        facts.append(
+            f"restarts absorbed: {free / ttl:,.1f}/s from other hosts (a dead holder's node "
+            f"lapses {ttl:g} s after its last renewal); same-host restarts reclaim it at once"
+        )
     elif state[1] is not None:
         facts.append(f"launch {state[1]}: {MAX_LAUNCH_ID - state[1]:,} launch ids left")
     facts.append("JS-safe" if layout.max_id <= MAX_JS_SAFE_ID else "not JS-safe (> 2**53-1)")

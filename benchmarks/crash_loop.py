@@ -1,0 +1,138 @@
+"""A crash-looping fleet on one database: workers that lease a node, issue IDs and are SIGKILLed.
+
+``python -m benchmarks.crash_loop URL [--rate 100] [--seconds 600] [--workers 8]`` starts
+workers at up to ``rate`` per second, ``workers`` alive at once; the oldest is killed once it
+has issued its first IDs. It reports the restarts per second it sustained, the restarts that
+found no node, and duplicate IDs across every worker's output. Each worker writes every ID it
+got to a file of its own before asking for more, so a killed worker's IDs are all counted.
+The suite runs it at reduced scale (tests/coordination/test_crash_loop.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import signal
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import create_engine
+
+from idfields import Layout, make_generator
+from idfields.coordination import Database, LeaseSource
+from idfields.errors import NodeError
+from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext.tables import metadata
+
+NO_NODE_EXIT = 3
+_FORK = multiprocessing.get_context("fork")
+
+
+@dataclass(frozen=True)
+class CrashLoopResult:
+    restarts: int
+    seconds: float
+    no_node: int  # restarts that found no free node
+    ids: int
+    duplicates: int
+
+    @property
+    def restarts_per_s(self) -> float:
+        return self.restarts / self.seconds
+
+
+def _worker(connect: Callable[[], Database], layout: Layout | str, ttl_s: float, path: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    try:
+        generator = make_generator(layout, LeaseSource(connect(), ttl_s=ttl_s))
+        while True:  # killed from outside; every ID is on disk before the next batch
+            ids = generator.take(256)
+            os.write(fd, b"".join(i.to_bytes(8, "little") for i in ids))
+            time.sleep(0.005)  # a worker serving requests, not a loop burning the CPU
+    except NodeError:
+        os._exit(NO_NODE_EXIT)
+
+
+def _kill_once_issuing(process: multiprocessing.process.BaseProcess, path: Path) -> None:
+    """SIGKILL a worker once it holds a node and issued (so every kill leaves a dead holder
+    behind), or once it gave up; a slow start lowers the rate sustained, which is reported."""
+    deadline = time.monotonic() + 10
+    while process.exitcode is None and time.monotonic() < deadline:
+        if path.exists() and path.stat().st_size:
+            break
+        time.sleep(0.002)
+    if process.pid is not None and process.exitcode is None:
+        os.kill(process.pid, signal.SIGKILL)
+
+
+def run(
+    connect: Callable[[], Database],
+    layout: Layout | str = "snowflake",
+    *,
+    restarts: int,
+    rate: float,
+    workers: int,
+    ttl_s: float = 60.0,
+) -> CrashLoopResult:
+    """Start ``restarts`` workers at ``rate`` per second, ``workers`` alive at once; each
+    worker (a fork of this process) calls ``connect`` for its coordination database."""
+    with tempfile.TemporaryDirectory(prefix="idfields-crash-") as folder:
+        live: list[tuple[multiprocessing.process.BaseProcess, Path]] = []
+        ended: list[multiprocessing.process.BaseProcess] = []
+        started = time.monotonic()
+        for index in range(restarts):
+            time.sleep(max(0.0, started + index / rate - time.monotonic()))
+            if len(live) >= workers:
+                victim, victim_path = live.pop(0)
+                _kill_once_issuing(victim, victim_path)
+                ended.append(victim)
+            path = Path(folder) / f"{index}.ids"
+            process = _FORK.Process(target=_worker, args=(connect, layout, ttl_s, str(path)))
+            process.start()
+            live.append((process, path))
+        for process, path in live:
+            _kill_once_issuing(process, path)
+            ended.append(process)
+        seconds = time.monotonic() - started
+        for process in ended:
+            process.join()
+        no_node = sum(1 for p in ended if p.exitcode == NO_NODE_EXIT)
+        seen: set[int] = set()
+        total = 0
+        for path in Path(folder).glob("*.ids"):
+            data = path.read_bytes()
+            ids = [int.from_bytes(data[i : i + 8], "little") for i in range(0, len(data) - 7, 8)]
+            total += len(ids)
+            seen.update(ids)
+    return CrashLoopResult(restarts, seconds, no_node, total, total - len(seen))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("url", help="SQLAlchemy URL of the database holding the idfields tables")
+    parser.add_argument("--rate", type=float, default=100.0, help="restarts per second")
+    parser.add_argument("--seconds", type=float, default=600.0)
+    parser.add_argument("--workers", type=int, default=8, help="workers alive at once")
+    parser.add_argument("--ttl", type=float, default=60.0, help="lease ttl in seconds")
+    args = parser.parse_args()
+    metadata.create_all(create_engine(args.url))  # the idfields tables, if not there yet
+    result = run(
+        lambda: SQLAlchemyDatabase(create_engine(args.url)),
+        restarts=round(args.rate * args.seconds),
+        rate=args.rate,
+        workers=args.workers,
+        ttl_s=args.ttl,
+    )
+    print(
+        f"{result.restarts:,} restarts in {result.seconds:.1f} s "
+        f"({result.restarts_per_s:.1f}/s sustained), {result.no_node} found no node, "
+        f"{result.ids:,} IDs, {result.duplicates} duplicates"
+    )
+
+
+if __name__ == "__main__":
+    main()

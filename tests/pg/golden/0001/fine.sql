@@ -1,0 +1,58 @@
+-- idfields 0001: ID functions of layout fine, from idfields.sql.layouts.
+CREATE OR REPLACE FUNCTION idfields."next_fine_at"(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$
+    SELECT CASE
+        WHEN ((pg_catalog.nextval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass)
+            - (now_tick << 13)) & -9223372036854775681) > 0
+        THEN pg_catalog.lastval()
+        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
+        -- nextval() above ran).
+        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
+            THEN (pg_catalog.lastval() & 127) <> 0 END
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass,
+            (GREATEST(now_tick, (pg_catalog.lastval() >> 13) + 1) << 13)
+            | (pg_catalog.lastval() & 8064))
+        ELSE idfields.time_slow_path('fine', now_tick, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)
+    END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_fine"() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+AS $$
+    SELECT CASE
+        WHEN ((pg_catalog.nextval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass)
+            - ((idfields.clock_us() - 1704067200000000) << 13)) & -9223372036854775681) > 0
+        THEN pg_catalog.lastval()
+        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
+        -- nextval() above ran).
+        WHEN CASE WHEN (idfields.clock_us() - 1704067200000000) <= NULLIF(pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
+            THEN (pg_catalog.lastval() & 127) <> 0 END
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass,
+            (GREATEST((idfields.clock_us() - 1704067200000000), (pg_catalog.lastval() >> 13) + 1) << 13)
+            | (pg_catalog.lastval() & 8064))
+        ELSE idfields.time_slow_path('fine', (idfields.clock_us() - 1704067200000000), 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)
+    END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."decode_fine"(
+    id bigint, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
+    OUT time_us bigint, OUT "time" timestamptz, OUT in_layout boolean
+)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$
+    SELECT (id >> 13), ((id >> 7) & 63)::integer,
+        (id & 127)::integer, t.at,
+        CASE WHEN t.at BETWEEN -62135596800000000 AND 253402300799999999
+            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
+                + (t.at / 86400000000) * interval '1 day'
+                + (t.at % 86400000000) * interval '1 microsecond') END,
+        id > 0
+    FROM (SELECT 1704067200000000 + w.tick AS at
+          FROM (SELECT (id >> 13) AS tick) AS w) AS t
+$$;
+
+-- drop
+DROP FUNCTION IF EXISTS idfields."next_fine"();
+DROP FUNCTION IF EXISTS idfields."next_fine_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."decode_fine"(bigint);
