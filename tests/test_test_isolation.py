@@ -85,23 +85,3 @@ def test_deselecting_the_servers_starts_none() -> None:
     summary = run.stdout.strip().splitlines()[-1]
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in summary and "error" not in summary, summary
-
-
-@pytest.mark.postgres
-def test_a_suite_dropping_the_shared_tables_does_not_break_the_next(postgres_url: str) -> None:
-    """``metadata.drop_all()`` of an ORM suite drops the idfields tables from the session
-    database (an ID column brings them into its metadata); the PL/pgSQL suite needs them next."""
-    order = [
-        "tests/pg/test_catalog_db.py",  # the session's tables made
-        "tests/sqlalchemy/test_sqlalchemy_columns.py",  # ... dropped by drop_all()
-        "tests/pg/test_db_side.py::test_restricted_role_with_documented_grants",  # ... needed
-    ]
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"]
-    run = subprocess.run(
-        [*command, *order],
-        cwd=Path(__file__).parent.parent,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert run.returncode == 0, run.stdout[-3000:]
