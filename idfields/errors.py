@@ -49,3 +49,12 @@ class IdFieldsWarning(UserWarning):
 
 class NarrowColumnWarning(IdFieldsWarning):
     """A column that must hold idfields keys is narrower than BIGINT (a foreign key, say)."""
+
+
+class LockTimeout(IdFieldsError, RuntimeError):
+    """A conversion gave up waiting for a lock; the message names the sessions holding it."""
+
+
+class UnwidenedIdColumn(IdFieldsWarning):
+    """An integer column looks as if it holds IDs of the key being converted, but is neither a
+    foreign key nor listed to be widened with it (Alembic's ``also=[...]``)."""

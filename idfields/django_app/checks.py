@@ -18,7 +18,8 @@ Settings:
 Models (third-party apps included):
 
 - ``idfields.E020`` a GenericForeignKey's ``object_id`` narrower than bigint while some model has
-  an idfields primary key: the first such ID stored overflows ("integer out of range");
+  an idfields primary key: the first such ID stored overflows ("integer out of range"); it
+  clears once the database column is bigint (``WidenObjectId``);
 - ``idfields.E021`` a foreign key to an ID column whose column type is not bigint.
 
 Field checks (``idfields.E030``, ``E031``) live on the fields themselves.
@@ -34,7 +35,7 @@ from typing import Any
 from django.apps import AppConfig, apps
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
 from django.db.models import BigIntegerField, ForeignObject, Model
 
 from idfields.coordination.report import launch_room
@@ -83,7 +84,7 @@ def check_models(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) 
     models = _models(app_configs)
     messages: list[CheckMessage] = list(_narrow_foreign_keys(models))
     if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in _models(None)):
-        messages += _narrow_generic_keys(models)
+        messages += _narrow_generic_keys(models, kwargs.get("databases") or ())
     return messages
 
 
@@ -268,7 +269,34 @@ def _narrow_foreign_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
                 )
 
 
-def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage]:
+def _bigint_in_database(model: type[Model], column: str | None, databases: Iterable[str]) -> bool:
+    """Whether the column is bigint already (``WidenObjectId`` or a conversion widened it while
+    the field keeps its declared type). Asked only of the databases the check may use (Django
+    passes them to ``migrate``'s checks); False when none may be asked or it cannot say."""
+    alias = router.db_for_write(model)
+    if alias not in databases:
+        return False
+    connection = connections[alias]
+    try:
+        with connection.cursor() as cursor:
+            if model._meta.db_table not in connection.introspection.table_names(cursor):
+                return False
+            description = connection.introspection.get_table_description(
+                cursor, model._meta.db_table
+            )
+    except DatabaseError:
+        return False
+    wide = {"BigIntegerField", "PositiveBigIntegerField", "BigAutoField"}
+    return any(
+        info.name == column
+        and connection.introspection.get_field_type(info.type_code, info) in wide
+        for info in description
+    )
+
+
+def _narrow_generic_keys(
+    models: Iterable[type[Model]], databases: Iterable[str] = ()
+) -> Iterator[CheckMessage]:
     if not apps.is_installed("django.contrib.contenttypes"):
         return
     from django.contrib.contenttypes.fields import GenericForeignKey
@@ -281,13 +309,16 @@ def _narrow_generic_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage
                 continue  # a multi-table child's copy names its parent's column: reported there
             object_id = model._meta.get_field(private.fk_field)
             kind = object_id.get_internal_type()
-            if kind in NARROW_INTEGERS:
+            if kind in NARROW_INTEGERS and not _bigint_in_database(
+                model, getattr(object_id, "column", None), databases
+            ):
                 yield Error(
                     f"{model._meta.label}.{private.fk_field} (object_id of GenericForeignKey "
                     f"{private.name!r}) is a {kind}, but models of this project have 63-bit "
                     "idfields primary keys: storing one fails with 'integer out of range'.",
                     hint="Declare it PositiveBigIntegerField (or BigIntegerField) and migrate; "
-                    "for a third-party app, override its migration via MIGRATION_MODULES, or "
+                    "for a third-party app, add WidenObjectId(app_label, model) to a migration "
+                    "of yours, or "
                     "silence this check if the relation never points at such a model.",
                     obj=object_id,
                     id="idfields.E020",

@@ -32,13 +32,18 @@ def pg(postgres_url: str) -> Iterator[Callable[..., Rows]]:
 
 
 @pytest.fixture
-def id_functions(pg: Callable[..., Rows]) -> None:
-    """The PL/pgSQL ID functions (``generation="db"``) and the lease table they use."""
+def id_functions(pg: Callable[..., Rows]) -> Iterator[None]:
+    """The PL/pgSQL ID functions (``generation="db"``) and the lease table they use; the
+    functions go after (a view of theirs would keep other suites from dropping the table)."""
     from idfields import sql
 
     (lease_table,) = create_tables("postgresql", "idfields_node_lease")
     pg(lease_table)
     pg(sql.load(sql.LATEST))
+    yield
+    pg("DROP SCHEMA conv CASCADE")  # the tables whose defaults call the functions
+    pg("CREATE SCHEMA conv")
+    pg(sql.load_drop(sql.LATEST))
 
 
 @pytest.fixture
@@ -66,6 +71,12 @@ def my(mysql_url: str) -> Iterator[Callable[..., Rows]]:
 
 
 _CONVAPP_TABLES = ("child", "parent_tags", "parent", "tag", "account")
+# gfkapp's migration brings contenttypes' table into the session database: it goes too.
+_TABLES = (
+    *(f"convapp_{table}" for table in _CONVAPP_TABLES),
+    "gfkapp_taggeditem",
+    "django_content_type",
+)
 
 
 @pytest.fixture
@@ -83,7 +94,11 @@ def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[
         alias
     ]
     settings = override_settings(
-        INSTALLED_APPS=[*django_settings().INSTALLED_APPS, "tests.convert.djapp"],
+        INSTALLED_APPS=[
+            *django_settings().INSTALLED_APPS,
+            "tests.convert.djapp",
+            "tests.convert.gfkapp",
+        ],
         MIGRATION_MODULES={"convapp": f"tests.convert.djapp.{migrations}"},
         IDFIELDS={"NODE_SOURCE": "static", "NODE": 7},
     )
@@ -92,16 +107,17 @@ def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[
         try:
             yield app
         finally:
-            drop = ", ".join(
-                app.connection.ops.quote_name(f"convapp_{table}") for table in _CONVAPP_TABLES
-            )
+            drop = ", ".join(app.connection.ops.quote_name(table) for table in _TABLES)
             with app.connection.cursor() as cursor:
                 if vendor == "mysql":
                     cursor.execute("SET foreign_key_checks = 0")
                 cursor.execute(f"DROP TABLE IF EXISTS {drop}")
                 if vendor == "mysql":
                     cursor.execute("SET foreign_key_checks = 1")
-                cursor.execute("DELETE FROM django_migrations WHERE app = 'convapp'")
+                cursor.execute(
+                    "DELETE FROM django_migrations "
+                    "WHERE app IN ('convapp', 'gfkapp', 'contenttypes')"
+                )
             app.connection.close()
             del connections[alias]
             del connections.settings[alias]

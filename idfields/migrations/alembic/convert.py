@@ -17,15 +17,18 @@ the first before the swap; ``op.restore_auto_increment`` undoes the swap).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
+from idfields.errors import UnwidenedIdColumn
 from idfields.migrations import convert
-from idfields.migrations.convert import online
+from idfields.migrations.convert import locks, online
+from idfields.migrations.convert.introspect import likely_id_columns
 
 
 class _KeyOp(MigrateOperation):
@@ -41,11 +44,14 @@ class _KeyOp(MigrateOperation):
         lock_timeout: str = "5s",
         schema: str | None = None,
         assume: convert.KeyInfo | None = None,
+        also: Sequence[str] = (),
     ) -> None:
         self.table = table
         self.column = column
         self.schema = schema
         self.assume = assume
+        self.also = tuple(also)
+        self.also_columns = [_column_of(name, schema) for name in self.also]
         self.options: dict[str, Any] = {
             "layout": layout,
             "generation": generation,
@@ -54,15 +60,21 @@ class _KeyOp(MigrateOperation):
         self.target = convert.Target.of(layout, generation, lock_timeout)
 
     def _args(self) -> dict[str, Any]:
-        return {"schema": self.schema, "assume": self.assume, **self.options}
+        return {"schema": self.schema, "assume": self.assume, "also": self.also, **self.options}
+
+    def dialect(self, operations: Operations) -> str | None:
+        """The conversion's dialect; None where no conversion is needed (SQLite)."""
+        name = operations.get_context().dialect.name
+        if name not in ("postgresql", "mysql", "mariadb"):
+            return None
+        return "postgresql" if name == "postgresql" else "mysql"
 
     def key(self, operations: Operations) -> convert.KeyInfo | None:
         """The key (None on a dialect that needs no conversion, such as SQLite)."""
-        context = operations.get_context()
-        dialect = context.dialect.name
-        if dialect not in ("postgresql", "mysql", "mariadb"):
+        dialect = self.dialect(operations)
+        if dialect is None:
             return None
-        if context.as_sql:
+        if operations.get_context().as_sql:
             if self.assume is None:
                 raise ValueError(
                     f"offline (--sql) conversion of {self.table}.{self.column} cannot read the "
@@ -70,14 +82,62 @@ class _KeyOp(MigrateOperation):
                     "sequence, referencing columns), or run the migration online"
                 )
             return self.assume
+        query = _query(operations)
+        key = convert.introspect(
+            dialect, query, self.table, self.column, self.schema, also=self.also_columns
+        )
+        likely = likely_id_columns(query, key)
+        if likely:
+            warnings.warn(
+                UnwidenedIdColumn(
+                    f"converting {self.table}.{self.column}: {', '.join(likely)} look like "
+                    "integer IDs but no foreign key ties them to a key, so they stay as they "
+                    "are. If one can hold this table's IDs (a polymorphic object_id), pass "
+                    "also=['table.column', ...] to widen it with the key"
+                ),
+                stacklevel=2,
+            )
+        return key
+
+    @contextmanager
+    def bounded(self, operations: Operations, savepoint: bool = True) -> Iterator[None]:
+        """The lock timeout in force before the first statement (introspection included), and a
+        timeout naming who holds the lock. Inside the migration's transaction the work runs in a
+        savepoint, so that the holders can still be read after a timeout. Offline: the plans'
+        own ``SET LOCAL`` statements bound the script."""
+        dialect = self.dialect(operations)
+        if dialect is None or operations.get_context().as_sql:
+            yield
+            return
+        query, timeout = _query(operations), self.options["lock_timeout"]
         bind = operations.get_bind()
+        nested = bind.begin_nested() if savepoint and bind.in_transaction() else nullcontext()
+        with (
+            locks.named_blockers(dialect, query, self.table, self.schema, timeout),
+            locks.bounded(dialect, query, timeout),
+            nested,
+        ):
+            yield
 
-        def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
-            result = bind.exec_driver_sql(sql, tuple(params))
-            return [tuple(row) for row in result.fetchall()]
 
-        name = "postgresql" if dialect == "postgresql" else "mysql"
-        return convert.introspect(name, query, self.table, self.column, self.schema)
+def _column_of(name: str, schema: str | None) -> tuple[str | None, str, str]:
+    """``"table.column"`` or ``"schema.table.column"`` as ``(schema, table, column)``."""
+    parts = name.split(".")
+    if len(parts) == 2:
+        return schema, parts[0], parts[1]
+    if len(parts) == 3:
+        return parts[0], parts[1], parts[2]
+    raise ValueError(f"also={name!r}: write 'table.column' or 'schema.table.column'")
+
+
+def _query(operations: Operations) -> convert.Query:
+    bind = operations.get_bind()
+
+    def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        result = bind.exec_driver_sql(sql, tuple(params))
+        return [tuple(row) for row in result.fetchall()] if result.returns_rows else []
+
+    return query
 
 
 @Operations.register_operation("convert_to_ksorted_id")
@@ -91,7 +151,9 @@ class ConvertToKSortedIdOp(_KeyOp):
         """Keep every row's ID, widen the key and its referencing columns, drop AUTO_INCREMENT.
 
         Options: ``layout`` ("snowflake"), ``generation`` ("app" | "db"), ``lock_timeout``
-        ("5s"), ``schema``, ``assume`` (a KeyInfo, required offline).
+        ("5s"), ``schema``, ``assume`` (a KeyInfo, required offline), ``also`` (columns
+        ``"table.column"`` that hold the IDs without a foreign key, widened too; online, integer
+        ``*_id`` columns that no foreign key covers are named in an UnwidenedIdColumn warning).
         """
         operations.invoke(cls(table, column, **options))
 
@@ -122,16 +184,20 @@ def _run(operations: Operations, statements: Sequence[convert.Statement]) -> Non
 
 @Operations.implementation_for(ConvertToKSortedIdOp)
 def _forwards(operations: Operations, operation: ConvertToKSortedIdOp) -> None:
-    key = operation.key(operations)
-    if key is not None:
-        _run(operations, convert.forwards(key, operation.target))
+    with operation.bounded(operations):
+        key = operation.key(operations)
+        if key is not None:
+            with convert.recovering(_AlembicExecutor(operations, autocommit=False), key):
+                _run(operations, convert.forwards(key, operation.target))
 
 
 @Operations.implementation_for(RestoreAutoIncrementOp)
 def _backwards(operations: Operations, operation: RestoreAutoIncrementOp) -> None:
-    key = operation.key(operations)
-    if key is not None:
-        _run(operations, convert.backwards(key, operation.target))
+    with operation.bounded(operations):
+        key = operation.key(operations)
+        if key is not None:
+            with convert.recovering(_AlembicExecutor(operations, autocommit=False), key):
+                _run(operations, convert.backwards(key, operation.target))
 
 
 class _AlembicExecutor:
@@ -190,18 +256,17 @@ class _OnlineOp(_KeyOp):
         return {}
 
     def run(self, operations: Operations) -> None:
-        key = self.key(operations)
-        if key is None:
-            return
-        online.check_dialect(key)
-        steps = self.steps(key, self.pages(operations, key))
-        if not self.autocommit:
-            for step in steps:
-                online.run_step(_AlembicExecutor(operations, autocommit=False), step)
-            return
-        with operations.get_context().autocommit_block():
-            for step in steps:
-                online.run_step(_AlembicExecutor(operations, autocommit=True), step)
+        autocommit = (
+            operations.get_context().autocommit_block() if self.autocommit else nullcontext()
+        )
+        with autocommit, self.bounded(operations, savepoint=not self.autocommit):
+            key = self.key(operations)
+            if key is None:
+                return
+            online.check_dialect(key)
+            executor = _AlembicExecutor(operations, autocommit=self.autocommit)
+            for step in self.steps(key, self.pages(operations, key)):
+                online.run_step(executor, step)
 
 
 def _register(name: str, doc: str) -> Any:

@@ -8,19 +8,23 @@ introspect, plan and execute.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from idfields.migrations.convert import mysql, online, postgres
+from idfields.errors import LockTimeout
+from idfields.migrations.convert import locks, mysql, online, postgres
 from idfields.migrations.convert.introspect import (
     Query,
     cursor_query,
+    introspect_also,
     introspect_mysql,
     introspect_postgres,
 )
 from idfields.migrations.convert.model import (
+    IdColumn,
     Index,
     KeyInfo,
     Reference,
@@ -29,7 +33,7 @@ from idfields.migrations.convert.model import (
     check_layout,
 )
 from idfields.migrations.convert.online import Step
-from idfields.migrations.convert.quoting import Dialect, check_dialect
+from idfields.migrations.convert.quoting import Dialect, check_dialect, literal
 
 
 @dataclass(frozen=True)
@@ -59,13 +63,53 @@ def backwards(key: KeyInfo, target: Target) -> tuple[Statement, ...]:
     return tuple(planner.backwards(key, target))
 
 
+@contextmanager
+def recovering(
+    executor: online.Executor, key: KeyInfo | None, dialect: str | None = None
+) -> Iterator[None]:
+    """Run a plan's statements in the block; if one fails on MariaDB/MySQL (no transactional
+    DDL), release its locks and drop the key's record unless a rerun needs it
+    (:func:`mysql.recover`). PostgreSQL needs nothing: a plan's transaction rolls back whole."""
+    try:
+        yield
+    except BaseException:
+        if (key.dialect if key is not None else dialect) == "mysql":
+            mysql.recover(executor, key)
+        raise
+
+
 def introspect(
-    dialect: str, query: Query, table: str, column: str = "id", schema: str | None = None
+    dialect: str,
+    query: Query,
+    table: str,
+    column: str = "id",
+    schema: str | None = None,
+    also: Sequence[tuple[str | None, str, str]] = (),
+    lock_timeout: str | None = None,
 ) -> KeyInfo:
-    """Describe the key from the server's catalog."""
+    """Describe the key from the server's catalog; ``also`` names ``(schema, table, column)``
+    that hold its IDs without a foreign key (widened with it where not bigint yet).
+
+    ``max(id)`` waits for a lock: with ``lock_timeout`` it gives up in time, raising
+    :class:`LockTimeout` (the operations set it for the whole operation instead).
+    """
+    if lock_timeout is not None:
+        with (
+            locks.named_blockers(dialect, query, table, schema, lock_timeout),
+            locks.bounded(dialect, query, lock_timeout),
+        ):
+            return introspect(dialect, query, table, column, schema, also)
     if check_dialect(dialect) == "postgresql":
-        return introspect_postgres(query, table, column, schema)
-    return introspect_mysql(query, table, column, schema)
+        key = introspect_postgres(query, table, column, schema)
+    else:
+        key = introspect_mysql(query, table, column, schema)
+    return dataclasses.replace(key, also=introspect_also(dialect, query, also))
+
+
+def widen(dialect: str, columns: Sequence[IdColumn], target: Target) -> tuple[Statement, ...]:
+    """Widen columns that hold IDs to bigint, on their own (a third-party GenericForeignKey)."""
+    planner = postgres if check_dialect(dialect) == "postgresql" else mysql
+    return tuple(planner.widen_only(columns, target)) if columns else ()
 
 
 class _RawExecutor:
@@ -100,23 +144,43 @@ def run_online(
 ) -> None:
     """Run the online path over an autocommit connection (``execute`` returns the rows).
 
+    The session's lock_timeout is ``target.lock_timeout`` throughout (a timeout raises
+    :class:`~idfields.errors.LockTimeout` naming the holders; rerun when they are gone).
     Transactional steps are wrapped in BEGIN/COMMIT; the backfill reads each table's size right
     before it starts; the swap is refused unless ``verify`` finds every row in sync.
     """
     online.check_dialect(key)
     target.check_max_id(key)
     executor = _RawExecutor(execute)
-    pages = online.table_pages(lambda sql: int(execute(sql)[0][0]), key)
-    for step in online.plan(key, target, pages, batch_pages):
-        online.run_step(executor, step)
-        if after_step is not None:
-            after_step(step.name)
+    query = _inline(execute)
+    timeout = target.lock_timeout
+    with (
+        locks.named_blockers(key.dialect, query, key.table, key.schema, timeout),
+        locks.bounded(key.dialect, query, timeout),
+    ):
+        pages = online.table_pages(lambda sql: int(execute(sql)[0][0]), key)
+        for step in online.plan(key, target, pages, batch_pages):
+            online.run_step(executor, step)
+            if after_step is not None:
+                after_step(step.name)
+
+
+def _inline(execute: Callable[[str], list[tuple[Any, ...]]]) -> Query:
+    """A :data:`Query` over ``execute(sql)``: parameters become quoted literals."""
+
+    def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        values = tuple("NULL" if value is None else literal(str(value)) for value in params)
+        return execute(sql % values if values else sql)
+
+    return query
 
 
 __all__ = [
     "Dialect",
+    "IdColumn",
     "Index",
     "KeyInfo",
+    "LockTimeout",
     "Plan",
     "Query",
     "Reference",
@@ -128,9 +192,13 @@ __all__ = [
     "cursor_query",
     "forwards",
     "introspect",
+    "introspect_also",
     "introspect_mysql",
     "introspect_postgres",
+    "locks",
     "online",
     "plan",
+    "recovering",
     "run_online",
+    "widen",
 ]

@@ -11,7 +11,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from idfields.migrations.convert.model import Index, KeyInfo, KeyKind, Reference
+from idfields.migrations.convert import mysql
+from idfields.migrations.convert.model import IdColumn, Index, KeyInfo, KeyKind, Reference
 from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
 from idfields.migrations.convert.quoting import ident, qualified
 
@@ -78,20 +79,43 @@ WHERE con.contype = 'f' AND con.confrelid = %s AND %s = ANY (con.confkey)
 ORDER BY rn.nspname, r.relname, con.conname
 """
 
+# Every index of a table that uses one of the columns, as a key column, in an expression or in
+# a predicate (a constraint's index depends on the constraint, an expression's on the column).
 _PG_INDEXES = """
 SELECT i.relname, ix.indisunique, ix.indisprimary,
        ARRAY(SELECT a.attname FROM pg_catalog.unnest(ix.indkey) WITH ORDINALITY AS k(num, pos)
              JOIN pg_catalog.pg_attribute a ON a.attrelid = ix.indrelid AND a.attnum = k.num
              ORDER BY k.pos),
-       ix.indexprs IS NULL AND ix.indpred IS NULL AND NOT (0 = ANY (ix.indkey)),
-       EXISTS (SELECT 1 FROM pg_catalog.pg_constraint con
-               WHERE con.conindid = ix.indexrelid AND con.contype = 'u')
+       ix.indexprs IS NULL AND ix.indpred IS NULL AND NOT (0 = ANY (ix.indkey))
+         AND am.amname = 'btree' AND ix.indnkeyatts = ix.indnatts
+         AND NOT (0 <> ANY (ix.indoption::int2[])),
+       con.contype, COALESCE(con.condeferrable, false)
 FROM pg_catalog.pg_index ix
 JOIN pg_catalog.pg_class i ON i.oid = ix.indexrelid
-JOIN pg_catalog.pg_class t ON t.oid = ix.indrelid
-JOIN pg_catalog.pg_namespace n ON n.oid = t.relnamespace
-JOIN pg_catalog.pg_attribute col ON col.attrelid = t.oid AND col.attname = %s
-WHERE n.nspname = %s AND t.relname = %s AND col.attnum = ANY (ix.indkey)
+JOIN pg_catalog.pg_am am ON am.oid = i.relam
+LEFT JOIN pg_catalog.pg_constraint con ON con.conindid = ix.indexrelid
+  AND con.conrelid = ix.indrelid AND con.contype IN ('p', 'u', 'x')
+WHERE ix.indrelid = pg_catalog.to_regclass(%s) AND EXISTS (
+  SELECT 1 FROM pg_catalog.pg_attribute a
+  WHERE a.attrelid = ix.indrelid AND a.attname = ANY (%s) AND (
+    a.attnum = ANY (ix.indkey) OR EXISTS (
+      SELECT 1 FROM pg_catalog.pg_depend d
+      WHERE d.classid = 'pg_catalog.pg_class'::regclass AND d.objid = ix.indexrelid
+        AND d.refobjid = ix.indrelid AND d.refobjsubid = a.attnum)))
+ORDER BY i.relname
+"""
+
+# CHECK constraints on the columns (DROP COLUMN would drop them silently) and foreign keys of
+# other tables pointing at them (the key's own references excepted: those are re-pointed).
+_PG_CONSTRAINTS = """
+SELECT DISTINCT con.conname, con.contype, con.conrelid::regclass::text
+FROM pg_catalog.pg_constraint con
+JOIN pg_catalog.pg_attribute a ON a.attrelid = pg_catalog.to_regclass(%s)
+WHERE (con.contype = 'c' AND con.conrelid = a.attrelid AND a.attname = ANY (%s)
+       AND a.attnum = ANY (con.conkey))
+   OR (con.contype = 'f' AND con.confrelid = a.attrelid AND a.attname = ANY (%s)
+       AND a.attnum = ANY (con.confkey))
+ORDER BY con.conname
 """
 
 
@@ -169,30 +193,46 @@ def introspect_postgres(
     )
     table_sql = qualified("postgresql", found_schema, table)
     max_id = query(f"SELECT max({ident('postgresql', column)}) FROM {table_sql}", [])[0][0]  # noqa: S608
-    indexes = {
-        table_name: _pg_indexes(query, table_schema, table_name, column_name)
-        for table_schema, table_name, column_name in [
-            (found_schema, table, column),
-            *((ref.schema, ref.table, ref.column) for ref in references),
-        ]
-    }
-    return dataclasses.replace(key, max_id=max_id, indexes=indexes)
+    indexes, blockers = _pg_online_objects(query, key)
+    return dataclasses.replace(key, max_id=max_id, indexes=indexes, online_blockers=blockers)
 
 
-def _pg_indexes(query: Query, schema: str | None, table: str, column: str) -> tuple[Index, ...]:
-    found = []
-    for name, unique, primary, columns, plain, constraint in query(
-        _PG_INDEXES, [column, schema, table]
-    ):
-        if primary:
-            continue
-        if not plain:
-            raise ValueError(
-                f"index {name!r} on {table}.{column} uses an expression or a predicate; the "
-                "online path re-creates plain-column indexes only: drop it first, re-add it after"
-            )
-        found.append(Index(name, tuple(columns), bool(unique), bool(constraint)))
-    return tuple(found)
+def _pg_online_objects(
+    query: Query, key: KeyInfo
+) -> tuple[dict[str, tuple[Index, ...]], tuple[str, ...]]:
+    """Per table, the indexes the online path rebuilds on the new columns (the key's own
+    primary key aside), and what it cannot carry over: it refuses to start, naming them."""
+    tables: dict[tuple[str | None, str], list[str]] = {(key.schema, key.table): [key.column]}
+    for ref in key.references:
+        tables.setdefault((ref.schema, ref.table), []).append(ref.column)
+    indexes: dict[str, tuple[Index, ...]] = {}
+    blockers: list[str] = []
+    for (schema, table), names in tables.items():
+        where = qualified("postgresql", schema, table)
+        is_key_table = (schema, table) == (key.schema, key.table)
+        found = []
+        for name, unique, primary, cols, plain, contype, deferrable in query(
+            _PG_INDEXES, [where, names]
+        ):
+            if primary and is_key_table:
+                continue
+            if contype == "x":
+                blockers.append(f"exclusion constraint {name!r} on {table}")
+            elif not plain:
+                blockers.append(
+                    f"index {name!r} on {table} (an expression, a predicate, INCLUDE, DESC or "
+                    "a method other than btree)"
+                )
+            elif deferrable:
+                blockers.append(f"deferrable constraint {name!r} on {table}")
+            else:
+                found.append(Index(name, tuple(cols), bool(unique), contype == "u", bool(primary)))
+        indexes[table] = tuple(found)
+        targets = [n for n in names if not (is_key_table and n == key.column)]
+        for name, contype, owner in query(_PG_CONSTRAINTS, [where, names, targets]):
+            what = "CHECK constraint" if contype == "c" else "foreign key"
+            blockers.append(f"{what} {name!r} on {owner}")
+    return indexes, tuple(blockers)
 
 
 def _pg_type(type_name: str, table: str, column: str) -> str:
@@ -225,18 +265,44 @@ SELECT DATA_TYPE, COLUMN_TYPE, EXTRA FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s
 """
 
-_MYSQL_REFERENCES = """
-SELECT k.TABLE_SCHEMA, k.TABLE_NAME, k.COLUMN_NAME, k.CONSTRAINT_NAME, c.DATA_TYPE,
-       c.COLUMN_TYPE, c.IS_NULLABLE, r.DELETE_RULE, r.UPDATE_RULE
-FROM information_schema.KEY_COLUMN_USAGE k
-JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = k.TABLE_SCHEMA
-  AND c.TABLE_NAME = k.TABLE_NAME AND c.COLUMN_NAME = k.COLUMN_NAME
-JOIN information_schema.REFERENTIAL_CONSTRAINTS r ON r.CONSTRAINT_SCHEMA = k.CONSTRAINT_SCHEMA
-  AND r.CONSTRAINT_NAME = k.CONSTRAINT_NAME AND r.TABLE_NAME = k.TABLE_NAME
-WHERE k.REFERENCED_TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND k.REFERENCED_TABLE_NAME = %s
-  AND k.REFERENCED_COLUMN_NAME = %s
-ORDER BY k.TABLE_NAME, k.CONSTRAINT_NAME
+_MYSQL_TABLE = """
+SELECT 1 FROM information_schema.TABLES WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE())
+  AND TABLE_NAME = %s
 """
+
+# Three single-table reads joined here, not one information_schema join: MariaDB 10.11 was seen
+# to crash (signal 11 dropping the Aria temporary table) on the join under concurrent DDL.
+_MYSQL_REFERENCING_KEYS = """
+SELECT TABLE_SCHEMA, TABLE_NAME, COLUMN_NAME, CONSTRAINT_NAME
+FROM information_schema.KEY_COLUMN_USAGE
+WHERE REFERENCED_TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND REFERENCED_TABLE_NAME = %s
+  AND REFERENCED_COLUMN_NAME = %s
+ORDER BY TABLE_NAME, CONSTRAINT_NAME
+"""
+
+_MYSQL_REFERENCING_COLUMN = """
+SELECT DATA_TYPE, COLUMN_TYPE, IS_NULLABLE FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = %s AND TABLE_NAME = %s AND COLUMN_NAME = %s
+"""
+
+_MYSQL_RULES = """
+SELECT DELETE_RULE, UPDATE_RULE FROM information_schema.REFERENTIAL_CONSTRAINTS
+WHERE CONSTRAINT_SCHEMA = %s AND TABLE_NAME = %s AND CONSTRAINT_NAME = %s
+"""
+
+
+def _mysql_references(
+    query: Query, table: str, column: str, schema: str | None
+) -> list[tuple[Any, ...]]:
+    """Each foreign key column pointing at ``table.column``: its place, type and rules."""
+    found = []
+    for ref_schema, ref_table, ref_column, name in query(
+        _MYSQL_REFERENCING_KEYS, [schema, table, column]
+    ):
+        [types] = query(_MYSQL_REFERENCING_COLUMN, [ref_schema, ref_table, ref_column])
+        [rules] = query(_MYSQL_RULES, [ref_schema, ref_table, name])
+        found.append((ref_schema, ref_table, ref_column, name, *types, *rules))
+    return found
 
 
 def introspect_mysql(
@@ -249,7 +315,7 @@ def introspect_mysql(
     data_type, column_type, extra = rows[0]
     current = str(query("SELECT DATABASE()", [])[0][0])
     references = []
-    for row in query(_MYSQL_REFERENCES, [schema, table, column]):
+    for row in _mysql_references(query, table, column, schema):
         ref_schema, ref_table, ref_column, name, ref_type, ref_column_type, nullable = row[:7]
         on_delete, on_update = (_MYSQL_ACTIONS[rule] for rule in row[7:])
         references.append(
@@ -261,9 +327,16 @@ def introspect_mysql(
                 _mysql_type(ref_type, ref_table, ref_column),
                 nullable == "YES",
                 "unsigned" in ref_column_type.lower(),
-                actions=f"ON DELETE {on_delete} ON UPDATE {on_update}",
+                actions=" ".join(
+                    f"ON {event} {rule}"
+                    for event, rule in (("DELETE", on_delete), ("UPDATE", on_update))
+                    # RESTRICT is the default; said explicitly with foreign_key_checks off,
+                    # MariaDB stores NO ACTION instead.
+                    if rule != "RESTRICT"
+                ),
             )
         )
+    references += _mysql_recorded(query, table, column, schema, references)
     max_id = query(
         f"SELECT max({ident('mysql', column)}) FROM {qualified('mysql', schema, table)}",  # noqa: S608
         [],
@@ -281,6 +354,18 @@ def introspect_mysql(
     )
 
 
+def _mysql_recorded(
+    query: Query, table: str, column: str, schema: str | None, present: list[Reference]
+) -> list[Reference]:
+    """The constraints a failed conversion dropped, from its record table (see ``mysql.py``)."""
+    record = mysql.record_table(table, column)
+    if not query(_MYSQL_TABLE, [schema, record]):
+        return []
+    rows = query(f"SELECT * FROM {qualified('mysql', schema, record)}", [])  # noqa: S608
+    found = {(ref.table, ref.constraint) for ref in present}
+    return [ref for ref in mysql.recorded(rows) if (ref.table, ref.constraint) not in found]
+
+
 def _mysql_type(type_name: str, table: str, column: str) -> str:
     try:
         return _MYSQL_TYPES[type_name.lower()]
@@ -288,3 +373,74 @@ def _mysql_type(type_name: str, table: str, column: str) -> str:
         raise ValueError(
             f"{table}.{column} is {type_name}, not an integer: only integer keys are converted"
         ) from None
+
+
+_PG_ALSO = """
+SELECT pg_catalog.format_type(a.atttypid, NULL), NOT a.attnotnull, false
+FROM pg_catalog.pg_attribute a
+WHERE a.attrelid = pg_catalog.to_regclass(%s) AND a.attname = %s AND NOT a.attisdropped
+"""
+
+_MYSQL_ALSO = """
+SELECT DATA_TYPE, IS_NULLABLE = 'YES', LOCATE('unsigned', LOWER(COLUMN_TYPE)) > 0
+FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND TABLE_NAME = %s AND COLUMN_NAME = %s
+"""
+
+
+def introspect_also(
+    dialect: str, query: Query, columns: Sequence[tuple[str | None, str, str]]
+) -> tuple[IdColumn, ...]:
+    """The ``(schema, table, column)`` that must hold the IDs, those not bigint yet."""
+    found = []
+    for schema, table, column in columns:
+        if dialect == "postgresql":
+            rows = query(_PG_ALSO, [qualified("postgresql", schema, table), column])
+            convert = _pg_type
+        else:
+            rows = query(_MYSQL_ALSO, [schema, table, column])
+            convert = _mysql_type
+        if not rows:
+            raise ValueError(f"no column {column!r} in table {table!r}: check the names")
+        type_name, nullable, unsigned = rows[0]
+        data_type = convert(str(type_name), table, column)
+        if data_type != "bigint":
+            found.append(IdColumn(schema, table, column, data_type, bool(nullable), bool(unsigned)))
+    return tuple(found)
+
+
+_PG_LIKELY = """
+SELECT c.relname, a.attname
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = %s AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+  AND a.atttypid IN ('pg_catalog.int2'::regtype, 'pg_catalog.int4'::regtype)
+  AND a.attname LIKE '%%\\_id'
+  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_constraint con WHERE con.conrelid = c.oid
+                  AND con.contype = 'f' AND a.attnum = ANY (con.conkey))
+ORDER BY 1, 2
+"""
+
+# Two plain reads joined in Python (MariaDB has crashed on correlated information_schema joins).
+_MYSQL_LIKELY = (
+    "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+    "COALESCE(%s, DATABASE()) AND DATA_TYPE IN ('tinyint', 'smallint', 'mediumint', 'int') "
+    "AND COLUMN_NAME LIKE '%%\\_id' ORDER BY 1, 2",
+    "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE WHERE "
+    "TABLE_SCHEMA = COALESCE(%s, DATABASE()) AND REFERENCED_TABLE_NAME IS NOT NULL",
+)
+
+
+def likely_id_columns(query: Query, key: KeyInfo) -> list[str]:
+    """``table.column`` of integer columns named ``*_id`` in the key's schema that no foreign key
+    covers and the plan does not widen: they may hold the key's IDs (a polymorphic
+    ``object_id``) and would overflow. Worth a warning, not a refusal: only a name says so."""
+    if key.dialect == "postgresql":
+        rows = query(_PG_LIKELY, [key.schema or "public"])
+    else:
+        candidates, covered = (query(sql, [key.schema]) for sql in _MYSQL_LIKELY)
+        rows = [row for row in candidates if row not in set(covered)]
+    widened = {(column.table, column.column) for column in key.also}
+    widened.add((key.table, key.column))
+    return [f"{table}.{column}" for table, column in rows if (table, column) not in widened]

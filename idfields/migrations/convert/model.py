@@ -40,6 +40,21 @@ class Reference:
     unsigned: bool = False
     # ON DELETE / ON UPDATE / DEFERRABLE clauses (fixed keywords), for re-adding the constraint.
     actions: str = ""
+    # MariaDB/MySQL: dropped by a run that failed; known from its record only, re-added by a rerun.
+    recorded: bool = False
+
+
+@dataclass(frozen=True)
+class IdColumn:
+    """An integer column that holds the key's IDs without a foreign key (a GenericForeignKey's
+    ``object_id``, an Alembic ``also=[...]``): widened to bigint with the key."""
+
+    schema: str | None
+    table: str
+    column: str
+    data_type: str = "integer"
+    nullable: bool = False
+    unsigned: bool = False
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,8 @@ class Index:
     unique: bool
     # True when the index backs a UNIQUE constraint (M2M through tables): re-added as one.
     constraint: bool = False
+    # True when it backs a referencing table's PRIMARY KEY (M2M, multi-table inheritance).
+    primary: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,8 +89,17 @@ class KeyInfo:
     references: tuple[Reference, ...] = ()
     # None when unknown (offline): the plan then guards in SQL where the dialect can.
     max_id: int | None = None
-    # Online path only: indexes (other than the primary key) per table that use a converted column.
+    # Online path only: indexes (other than the key's primary key) per table that use a
+    # converted column, and what the online path cannot carry over (it refuses to start).
     indexes: dict[str, tuple[Index, ...]] = field(default_factory=dict)
+    online_blockers: tuple[str, ...] = ()
+    # Columns to widen with the key that no constraint ties to it (only those not bigint yet).
+    also: tuple[IdColumn, ...] = ()
+
+    @property
+    def id_columns(self) -> tuple[Reference | IdColumn, ...]:
+        """Every column besides the key that holds its IDs: the references, then ``also``."""
+        return (*self.references, *self.also)
 
     def __post_init__(self) -> None:
         check_dialect(self.dialect)

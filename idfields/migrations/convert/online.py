@@ -87,6 +87,7 @@ def _trigger(schema: str | None, table: str) -> tuple[str, str]:
 
 
 def prepare(key: KeyInfo, target: Target) -> Step:
+    check_dialect(key)
     statements = [postgres.set_lock_timeout(target), postgres.lock(postgres.lock_order(key))]
     for (schema, table), cols in _by_table(key).items():
         table_sql = qualified("postgresql", schema, table)
@@ -179,13 +180,16 @@ def _key_index(key: KeyInfo) -> str:
     return postgres.short_name(key.table, key.column, suffix=f"{SUFFIX}_pkey")
 
 
-def _copied_indexes(key: KeyInfo) -> list[tuple[Column, Index]]:
-    """Every index on an old column except the primary key, with the column it is copied for."""
+def _copied_indexes(key: KeyInfo) -> list[tuple[Column, Index, tuple[str, ...]]]:
+    """Every index on an old column but the key's primary key, once, with its table's first
+    converted column and its columns as they are named before the swap."""
     found = []
-    for column in columns(key):
-        for index in key.indexes.get(column.table, ()):
-            if column.name in index.columns and index.name != key.primary_key:
-                found.append((column, index))
+    for (_, table), cols in _by_table(key).items():
+        renames = {column.name: column.new for column in cols}
+        for index in key.indexes.get(table, ()):
+            if index.name != key.primary_key or table != key.table:
+                renamed = tuple(renames.get(name, name) for name in index.columns)
+                found.append((cols[0], index, renamed))
     return found
 
 
@@ -211,8 +215,7 @@ def index(key: KeyInfo, target: Target) -> list[Step]:
     built: list[tuple[Column, str, bool, tuple[str, ...]]] = [
         (key_column, _key_index(key), True, (key_column.new,))
     ]
-    for column, old in _copied_indexes(key):
-        renamed = tuple(column.new if name == column.name else name for name in old.columns)
+    for column, old, renamed in _copied_indexes(key):
         built.append((column, _new_index_name(old.name), old.unique, renamed))
     statements = []
     for column, name, unique, cols in built:
@@ -270,6 +273,7 @@ def foreign_keys(key: KeyInfo, target: Target) -> list[Step]:
 
 def swap(key: KeyInfo, target: Target) -> Step:
     """The one locked transaction that puts the new columns in place."""
+    check_dialect(key)
     key_column = columns(key)[0]
     table = key_column.table_sql
     plan = [
@@ -320,15 +324,17 @@ def swap(key: KeyInfo, target: Target) -> Step:
             note="the index exists: no scan",
         )
     )
-    for column, old in _copied_indexes(key):
+    for column, old, _ in _copied_indexes(key):
         renamed = ident("postgresql", _new_index_name(old.name))
         qualified_renamed = qualified("postgresql", column.schema, _new_index_name(old.name))
-        if old.constraint:
+        if old.constraint or old.primary:
+            kind = "PRIMARY KEY" if old.primary else "UNIQUE"
             plan.append(
                 Statement(
                     f"ALTER TABLE {column.table_sql} ADD CONSTRAINT {ident('postgresql', old.name)}"
-                    f" UNIQUE USING INDEX {renamed}",
+                    f" {kind} USING INDEX {renamed}",
                     _ALL,
+                    note="the index exists: no scan",
                 )
             )
         else:
@@ -392,12 +398,25 @@ def remove(key: KeyInfo, target: Target) -> Step:
 
 
 def check_dialect(key: KeyInfo) -> None:
-    """The online path is Postgres only: say so, and what to do on MySQL."""
+    """The online path is Postgres only, and carries over plain btree indexes, PRIMARY KEY,
+    UNIQUE and FOREIGN KEY constraints only: refuse before the first step, naming the rest."""
     if key.dialect != "postgresql":
         raise ValueError(
             f"the online path is for PostgreSQL, not {key.dialect}: on MariaDB/MySQL convert "
             "in place (ConvertToKSortedId / op.convert_to_ksorted_id), or run that ALTER "
             "through an online schema-change tool (gh-ost, pt-online-schema-change)"
+        )
+    if key.also:
+        names = ", ".join(f"{column.table}.{column.column}" for column in key.also)
+        raise ValueError(
+            f"{names} must hold the new IDs but no foreign key ties them to the key: widen them "
+            "to bigint before the online path (WidenObjectId in Django, or op.alter_column)"
+        )
+    if key.online_blockers:
+        raise ValueError(
+            f"the online path cannot carry over {'; '.join(key.online_blockers)}: dropping the "
+            "old column would drop it. Convert in place (ConvertToKSortedId / "
+            "op.convert_to_ksorted_id), or drop it first and re-create it after the swap"
         )
 
 

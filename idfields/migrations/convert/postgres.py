@@ -12,8 +12,9 @@ past 2**31 by then.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
-from idfields.migrations.convert.model import KeyInfo, Statement, Target
+from idfields.migrations.convert.model import IdColumn, KeyInfo, Statement, Target
 from idfields.migrations.convert.quoting import dollar_quoted, ident, literal, qualified
 
 _ALL = "ACCESS EXCLUSIVE"
@@ -53,7 +54,7 @@ def lock_order(key: KeyInfo) -> list[str]:
     with such an INSERT (each waiting for the table the other holds).
     """
     names: list[str] = []
-    for ref in key.references:
+    for ref in key.id_columns:
         name = qualified("postgresql", ref.schema, ref.table)
         if name not in names and name != table_name(key):
             names.append(name)
@@ -163,11 +164,12 @@ def forwards(key: KeyInfo, target: Target) -> list[Statement]:
 
 
 def widen(key: KeyInfo) -> list[Statement]:
-    """int -> bigint on the key and each referencing column: not binary-coercible, so rewrites."""
+    """int -> bigint on the key, each referencing column and each ``also`` column: not
+    binary-coercible, so each rewrites its table."""
     columns = [(table_name(key), key.column, key.data_type)]
     columns += [
         (qualified("postgresql", ref.schema, ref.table), ref.column, ref.data_type)
-        for ref in key.references
+        for ref in key.id_columns
     ]
     return [
         Statement(
@@ -225,3 +227,22 @@ def backwards(key: KeyInfo, target: Target) -> list[Statement]:
         )
         plan.append(Statement(f"DROP SEQUENCE {kept}", "none"))
     return plan
+
+
+def widen_only(columns: Sequence[IdColumn], target: Target) -> list[Statement]:
+    """Columns that hold IDs without a foreign key to bigint, in one locked transaction."""
+    tables = list(dict.fromkeys(qualified("postgresql", c.schema, c.table) for c in columns))
+    return [
+        set_lock_timeout(target),
+        lock(tables),
+        *(
+            Statement(
+                f"ALTER TABLE {qualified('postgresql', c.schema, c.table)} ALTER COLUMN "
+                f"{ident('postgresql', c.column)} TYPE bigint",
+                _ALL,
+                rewrites=True,
+                note=f"{c.data_type} -> bigint",
+            )
+            for c in columns
+        ),
+    ]

@@ -1,6 +1,6 @@
 """Django migration operations of idfields."""
 
-from idfields.migrations.django.convert import ConvertToKSortedId
+from idfields.migrations.django.convert import ConvertToKSortedId, WidenObjectId
 from idfields.migrations.django.functions import InstallIdFunctions, InstallLayoutFunctions
 from idfields.migrations.django.online import (
     AddBigintShadow,
@@ -17,4 +17,5 @@ __all__ = [
     "InstallLayoutFunctions",
     "SwapToBigint",
     "ValidateShadowConstraints",
+    "WidenObjectId",
 ]

@@ -14,7 +14,7 @@ AUTO_INCREMENT with its sequence past max(id). On SQLite an INTEGER PRIMARY KEY 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, ClassVar
 
 from django.db import transaction
@@ -24,6 +24,7 @@ from django.db.models import Field, Model
 
 from idfields.layouts import BUILTIN_LAYOUTS
 from idfields.migrations import convert
+from idfields.migrations.convert import locks
 from idfields.migrations.django.base import IdFieldsOperation, execute
 
 _FIELD_CLASSES = {"snowflake": "SnowflakeAutoField"}
@@ -92,6 +93,32 @@ class KeyOperation(IdFieldsOperation):
     def migration_name_fragment(self) -> str:
         return f"{self.model_name.lower()}_{self.name_suffix}"
 
+    @contextmanager
+    def bounded(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> Iterator[None]:
+        """The lock timeout in force before the first statement (introspection included), and
+        a timeout naming who holds the lock. Inside the migration's transaction the work runs in
+        a savepoint, so that the holders can still be read after a timeout."""
+        connection = schema_editor.connection
+        if connection.vendor not in ("postgresql", "mysql"):
+            yield
+            return
+        table = state.apps.get_model(app_label, self.model_name)._meta.db_table
+        savepoint = (
+            transaction.atomic(using=connection.alias)
+            if connection.in_atomic_block
+            else nullcontext()
+        )
+        with connection.cursor() as cursor:
+            query = convert.cursor_query(cursor)
+            with (
+                locks.named_blockers(connection.vendor, query, table, None, self.lock_timeout),
+                locks.bounded(connection.vendor, query, self.lock_timeout),
+                savepoint,
+            ):
+                yield
+
     def key(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> convert.KeyInfo | None:
@@ -114,9 +141,8 @@ class KeyOperation(IdFieldsOperation):
         if meta.pk is None or meta.pk.column is None:
             raise ValueError(f"{meta.label} has no primary key column to convert")
         with connection.cursor() as cursor:
-            if schema_editor.collect_sql and meta.db_table not in (
-                connection.introspection.table_names(cursor)
-            ):
+            tables = connection.introspection.table_names(cursor)
+            if schema_editor.collect_sql and meta.db_table not in tables:
                 execute(
                     schema_editor,
                     f"-- idfields: table {meta.db_table!r} does not exist yet, and the statements "
@@ -125,7 +151,10 @@ class KeyOperation(IdFieldsOperation):
                 )
                 return None
             query = convert.cursor_query(cursor)
-            return convert.introspect(connection.vendor, query, meta.db_table, meta.pk.column)
+            also = [column for column in generic_object_ids() if column[1] in tables]
+            return convert.introspect(
+                connection.vendor, query, meta.db_table, meta.pk.column, also=also
+            )
 
 
 class ConvertToKSortedId(KeyOperation):
@@ -192,17 +221,19 @@ class ConvertToKSortedId(KeyOperation):
     def forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, state)
-        if key is not None:
-            run_steps(schema_editor, self.forwards_steps(key, self._target()))
+        with self.bounded(app_label, schema_editor, state):
+            key = self.key(app_label, schema_editor, state)
+            if key is not None:
+                run_steps(schema_editor, self.forwards_steps(key, self._target()), key)
 
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, state)
-        if key is not None:
-            step = convert.Step("restore", convert.backwards(key, self._target()))
-            run_steps(schema_editor, [step])
+        with self.bounded(app_label, schema_editor, state):
+            key = self.key(app_label, schema_editor, state)
+            if key is not None:
+                step = convert.Step("restore", convert.backwards(key, self._target()))
+                run_steps(schema_editor, [step], key)
 
     def describe(self) -> str:
         return (
@@ -211,10 +242,118 @@ class ConvertToKSortedId(KeyOperation):
         )
 
 
-def run_steps(schema_editor: BaseDatabaseSchemaEditor, steps: list[convert.Step]) -> None:
-    """Run steps through the schema editor; MySQL's DDL commits by itself (no transaction)."""
+# A GenericForeignKey's object_id of these types holds the key's IDs: widened with it.
+_INTEGER_FIELDS = frozenset(
+    {
+        "IntegerField",
+        "PositiveIntegerField",
+        "PositiveSmallIntegerField",
+        "SmallIntegerField",
+        "BigIntegerField",
+        "PositiveBigIntegerField",
+    }
+)
+
+
+def generic_object_ids(
+    app_label: str | None = None, model_name: str | None = None
+) -> list[tuple[str | None, str, str]]:
+    """``(schema, table, column)`` of each integer ``object_id`` of a GenericForeignKey, in every
+    installed model (or one): any of them may point at the converted model's content type.
+
+    Read from the installed apps, not the migration state: the state has no private fields.
+    """
+    from django.apps import apps
+
+    if not apps.is_installed("django.contrib.contenttypes"):
+        return []
+    from django.contrib.contenttypes.fields import GenericForeignKey
+
+    if app_label is None or model_name is None:
+        models = apps.get_models()
+    else:
+        models = [apps.get_model(app_label, model_name)]
+    found: list[tuple[str | None, str, str]] = []
+    for model in models:
+        for private in model._meta.private_fields:
+            if not isinstance(private, GenericForeignKey):
+                continue
+            field = model._meta.get_field(private.fk_field)
+            column = getattr(field, "column", None)
+            if field.get_internal_type() in _INTEGER_FIELDS and column is not None:
+                found.append((None, model._meta.db_table, column))
+    return found
+
+
+class WidenObjectId(IdFieldsOperation):
+    """Widen the ``object_id`` of another app's GenericForeignKey to bigint, from your own
+    migration (``WidenObjectId("taggit", "TaggedItem")``), without forking that app's
+    migrations. Database only: the field keeps its declared type and idfields.E020 clears once
+    the column is bigint. Backwards does nothing: the column holds 63-bit IDs by then.
+    """
+
+    vendors = ("postgresql", "mysql")
+    atomic = False  # MySQL cannot run DDL in a transaction; Postgres runs one of its own
+
+    def __init__(self, app_label: str, model_name: str, lock_timeout: str = "5s") -> None:
+        self.app_label = app_label
+        self.model_name = model_name
+        self.lock_timeout = lock_timeout
+        convert.Target.of("snowflake", lock_timeout=lock_timeout)
+
+    def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
+        kwargs = {} if self.lock_timeout == "5s" else {"lock_timeout": self.lock_timeout}
+        path = f"idfields.migrations.django.{type(self).__name__}"
+        return path, [self.app_label, self.model_name], kwargs
+
+    @property
+    def migration_name_fragment(self) -> str:
+        return f"widen_{self.app_label}_{self.model_name.lower()}_object_id"
+
+    def describe(self) -> str:
+        return f"Widen the GenericForeignKey object_id of {self.app_label}.{self.model_name}"
+
+    def forwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> None:
+        if not self.allowed(self.app_label, schema_editor):
+            return
+        columns = generic_object_ids(self.app_label, self.model_name)
+        if not columns:
+            raise ValueError(
+                f"{self.app_label}.{self.model_name} has no GenericForeignKey with an integer "
+                "object_id: check the app label and model name"
+            )
+        connection = schema_editor.connection
+        target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
+        with connection.cursor() as cursor:
+            query = convert.cursor_query(cursor)
+            with (
+                locks.named_blockers(
+                    connection.vendor, query, columns[0][1], None, self.lock_timeout
+                ),
+                locks.bounded(connection.vendor, query, self.lock_timeout),
+            ):
+                narrow = convert.introspect_also(connection.vendor, query, columns)
+                step = convert.Step("widen", convert.widen(connection.vendor, narrow, target))
+                run_steps(schema_editor, [step], None)
+
+    def backwards(
+        self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
+    ) -> None:
+        """The column stays bigint (it may hold 63-bit IDs)."""
+
+
+def run_steps(
+    schema_editor: BaseDatabaseSchemaEditor,
+    steps: list[convert.Step],
+    key: convert.KeyInfo | None,
+) -> None:
+    """Run steps through the schema editor; MySQL's DDL commits by itself (no transaction).
+    After a failure the locks are released (and, for a key, its record kept if needed)."""
     executor = SchemaEditorExecutor(schema_editor)
-    for step in steps:
-        if schema_editor.connection.vendor == "mysql":
-            step = convert.Step(step.name, step.statements, transaction=False)
-        convert.online.run_step(executor, step)
+    with convert.recovering(executor, key, schema_editor.connection.vendor):
+        for step in steps:
+            if schema_editor.connection.vendor == "mysql":
+                step = convert.Step(step.name, step.statements, transaction=False)
+            convert.online.run_step(executor, step)

@@ -52,14 +52,15 @@ class _ShadowStep(KeyOperation):
                 "(batches commit one by one, indexes build CONCURRENTLY): set atomic = False "
                 "on its migration"
             )
-        key = self.key(app_label, schema_editor, state)
-        if key is None:
-            return
-        with schema_editor.connection.cursor() as cursor:
-            query = convert.cursor_query(cursor)
-            pages = online.table_pages(lambda sql: int(query(sql, [])[0][0]), key)
-        target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
-        run_steps(schema_editor, self.steps(key, target, pages))
+        with self.bounded(app_label, schema_editor, state):
+            key = self.key(app_label, schema_editor, state)
+            if key is None:
+                return
+            with schema_editor.connection.cursor() as cursor:
+                query = convert.cursor_query(cursor)
+                pages = online.table_pages(lambda sql: int(query(sql, [])[0][0]), key)
+            target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
+            run_steps(schema_editor, self.steps(key, target, pages), key)
 
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
@@ -84,10 +85,11 @@ class AddBigintShadow(_ShadowStep):
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        key = self.key(app_label, schema_editor, state)
-        if key is not None:
-            target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
-            run_steps(schema_editor, [online.remove(key, target)])
+        with self.bounded(app_label, schema_editor, state):
+            key = self.key(app_label, schema_editor, state)
+            if key is not None:
+                target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
+                run_steps(schema_editor, [online.remove(key, target)], key)
 
     def describe(self) -> str:
         return f"Add synced bigint copies of {self.model_name}'s key and its references"

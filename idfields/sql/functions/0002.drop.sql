@@ -6,6 +6,7 @@ DROP FUNCTION IF EXISTS idfields.decode_traceid(bigint);
 DROP FUNCTION IF EXISTS idfields.decode_traceid(bigint, timestamptz);
 DROP FUNCTION IF EXISTS idfields.decode_snowflake(bigint);
 DROP VIEW IF EXISTS idfields.node_holders;
+DROP FUNCTION IF EXISTS idfields.node_holder_rows();
 DROP FUNCTION IF EXISTS idfields.next_decimalid();
 DROP FUNCTION IF EXISTS idfields.decimalid_slow_path();
 DROP FUNCTION IF EXISTS idfields.take_traceid(bigint);

@@ -646,28 +646,34 @@ REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid
 -- and python -m idfields.sqlalchemy_ext nodes show the same). An app holder is
 -- 'host:pid:boot:start:token', a backend 'pg:pid:start ms'. A backend's row is 'dead' when its
 -- pid is gone from pg_stat_activity: an app claim takes that node at once, behind its fence.
-CREATE OR REPLACE VIEW idfields.node_holders AS
-SELECT l.layout, l.node,
-    CASE WHEN l.holder OPERATOR(pg_catalog.=) '' THEN 'released'
-         WHEN l.holder OPERATOR(pg_catalog.~) '^pg:' THEN 'database' ELSE 'app' END AS kind,
-    CASE WHEN l.holder OPERATOR(pg_catalog.~) '^pg:' THEN 'database backend'
-         ELSE (pg_catalog.regexp_match(l.holder, '^(.*):[0-9]+:[^:]*:[^:]*:[^:]*$'))[1]
-    END AS host,
-    (CASE WHEN l.holder OPERATOR(pg_catalog.~) '^pg:'
-          THEN pg_catalog.split_part(l.holder, ':', 2)
-          ELSE (pg_catalog.regexp_match(l.holder, '^.*:([0-9]+):[^:]*:[^:]*:[^:]*$'))[1]
-     END)::integer AS pid,
-    pg_catalog.to_timestamp(l.acquired_at_ms OPERATOR(pg_catalog./) 1000.0) AS since,
-    pg_catalog.to_timestamp(l.expires_at_ms OPERATOR(pg_catalog./) 1000.0) AS expires,
-    CASE WHEN l.holder OPERATOR(pg_catalog.=) '' THEN 'released'
-         WHEN l.expires_at_ms OPERATOR(pg_catalog.<) idfields.clock_ms() THEN 'expired'
-         WHEN l.holder OPERATOR(pg_catalog.~) '^pg:' AND NOT EXISTS (
-             SELECT FROM pg_catalog.pg_stat_activity AS a
-             WHERE a.pid OPERATOR(pg_catalog.=)
-                 (pg_catalog.split_part(l.holder, ':', 2))::integer) THEN 'dead'
-         ELSE 'live' END AS state,
-    l.holder
-FROM @lease_schema@.idfields_node_lease AS l;
+-- The view reads through a function with a string body, so it does not depend on the lease
+-- table: dropping the idfields tables (drop_all, a test teardown) never needs CASCADE.
+CREATE OR REPLACE FUNCTION idfields.node_holder_rows()
+RETURNS TABLE (layout text, node integer, kind text, host text, pid integer,
+               since timestamptz, expires timestamptz, state text, holder text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT l.layout::text, l.node,
+    CASE WHEN l.holder = '' THEN 'released'
+         WHEN l.holder ~ '^pg:' THEN 'database' ELSE 'app' END,
+    CASE WHEN l.holder ~ '^pg:' THEN 'database backend'
+         ELSE (regexp_match(l.holder, '^(.*):[0-9]+:[^:]*:[^:]*:[^:]*$'))[1] END,
+    (CASE WHEN l.holder ~ '^pg:' THEN split_part(l.holder, ':', 2)
+          ELSE (regexp_match(l.holder, '^.*:([0-9]+):[^:]*:[^:]*:[^:]*$'))[1] END)::integer,
+    to_timestamp(l.acquired_at_ms / 1000.0),
+    to_timestamp(l.expires_at_ms / 1000.0),
+    CASE WHEN l.holder = '' THEN 'released'
+         WHEN l.expires_at_ms < idfields.clock_ms() THEN 'expired'
+         WHEN l.holder ~ '^pg:' AND NOT EXISTS (
+             SELECT FROM pg_stat_activity AS a
+             WHERE a.pid = split_part(l.holder, ':', 2)::integer) THEN 'dead'
+         ELSE 'live' END,
+    l.holder::text
+FROM @lease_schema@.idfields_node_lease AS l
+$$;
+
+CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_holder_rows();
 
 SELECT pg_catalog.set_config('search_path',
     pg_catalog.current_setting('idfields.install_search_path'), true);

@@ -16,12 +16,12 @@ class ConvApp:
         self.alias = alias
         self.connection = connections[alias]
 
-    def migrate(self, name: str | None) -> None:
-        """Migrate ``convapp`` to migration ``name`` (None: unapply all)."""
+    def migrate(self, name: str | None, app: str = "convapp") -> None:
+        """Migrate ``app`` to migration ``name`` (None: unapply all)."""
         from django.db.migrations.executor import MigrationExecutor
 
         executor = MigrationExecutor(self.connection)
-        executor.migrate([("convapp", name)])
+        executor.migrate([(app, name)])
 
     def models(self, migration: str) -> Any:
         """The models as they are after ``migration`` (historical models, which save)."""
