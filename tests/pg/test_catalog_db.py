@@ -21,8 +21,9 @@ CATALOGED = Layout(
 def test_server_side_column_of_an_installed_user_layout(
     pg_kwargs: dict[str, object], postgres_url: str
 ) -> None:
+    create, drop = render_layout_function(CATALOGED)
     with psycopg.connect(**pg_kwargs, autocommit=True) as conn:  # type: ignore[arg-type]
-        conn.execute(render_layout_function(CATALOGED)[0].encode())
+        conn.execute(create.encode())
     table = sa.Table(
         "cataloged_rows",
         sa.MetaData(),
@@ -39,6 +40,8 @@ def test_server_side_column_of_an_installed_user_layout(
             table.drop(conn)
     finally:
         engine.dispose()
+        with psycopg.connect(**pg_kwargs, autocommit=True) as conn:  # type: ignore[arg-type]
+            conn.execute(drop.encode())  # others drop the schema the functions live in
     assert made == sorted(set(made))
     decoded = CATALOGED.decode(made[0])
     assert decoded.in_layout and decoded.time is not None
