@@ -57,12 +57,15 @@ def pg_kwargs(postgres_url: str) -> dict[str, object]:
 
 @pytest.fixture(autouse=True)
 def _idfields_tables(request: pytest.FixtureRequest) -> None:
-    """The tables again before each test: the session database is shared with suites whose
-    ``metadata.drop_all()`` drops them too (an ID column brings them into its metadata)."""
+    """The tables and functions again before each test: the session database is shared with
+    suites whose ``metadata.drop_all()`` or fixture teardown drops them."""
     if "pg_kwargs" in request.fixturenames:
         kwargs = request.getfixturevalue("pg_kwargs")
         with psycopg.connect(**kwargs, autocommit=True) as conn:
             conn.execute(TABLES)
+            row = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
+            if row is None or row[0] is None:  # another suite's teardown dropped the functions
+                conn.execute(sql.load(sql.LATEST))
 
 
 @pytest.fixture
