@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 DEMO_ARGS ?= compare --out compare-out
 
-.PHONY: test demo bench
+.PHONY: test demo bench bench-quick bench-readme
 
 test: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
@@ -20,6 +20,13 @@ demo: $(VENV)/.installed-demo
 bench: $(VENV)/.installed-bench
 	$(PYTHON) -m benchmarks --out bench-out
 
+bench-quick: $(VENV)/.installed-bench
+	$(PYTHON) -m benchmarks --quick --out bench-out
+
+# Rewrites README's table (between the bench markers) from bench-out/report.json of `make bench`.
+bench-readme: $(VENV)/.installed-bench
+	$(PYTHON) -m benchmarks.readme --report bench-out/report.json --readme README.md
+
 $(PYTHON):
 	python3 -m venv $(VENV)
 
@@ -32,6 +39,9 @@ $(VENV)/.installed-demo: pyproject.toml | $(PYTHON)
 	$(PYTHON) -m pip install -e '.[demo]'
 	touch $@
 
+# mysqlclient (bench extra) compiles against the MariaDB client library: install it when missing.
 $(VENV)/.installed-bench: pyproject.toml | $(PYTHON)
+	pkg-config --exists libmariadb 2>/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq libmariadb-dev pkg-config)
 	$(PYTHON) -m pip install -e '.[dev,bench]'
 	touch $@

@@ -6,8 +6,9 @@
   one process alone.
 - The in-process ``snowflake`` generator, the baseline of every ratio.
 
-No targets: these trade speed for fewer nodes (Redis: none per process; host-shared: one per
-host), and the ratios say what that costs. ``python -m benchmarks.bench_other_generators``.
+All in paired rounds (:mod:`benchmarks.timing`). No targets: these trade speed for fewer nodes
+(Redis: none per process; host-shared: one per host), and the ratios say what that costs.
+``python -m benchmarks.bench_other_generators [--quick]``.
 """
 
 from __future__ import annotations
@@ -17,40 +18,21 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 from benchmarks.report import run_alone
-from benchmarks.rows import Row
-from benchmarks.timing import ns_per_call
+from benchmarks.rows import Row, make_row
+from benchmarks.timing import Paired, paired, paired_rows, seconds
 from idfields import StaticNode, make_generator
 from idfields.hostshared import HostSharedGenerator
 
 GROUP = "other generators: IDs/s"
 IN_PROCESS = "in-process generator: gen()"
 PROCESSES = 8
-
-
-def _row(name: str, value: float | None, note: str = "") -> Row:
-    row: Row = {
-        "group": GROUP,
-        "name": name,
-        "value": value,
-        "unit": "ids/s",
-        "baseline": None if name == IN_PROCESS else IN_PROCESS,
-        "target": None,
-        "higher_is_better": True,
-    }
-    if note:
-        row["note"] = note
-    return row
-
-
-def _rate(count: int, seconds: float) -> float:
-    return count / seconds
 
 
 @contextmanager
@@ -77,38 +59,24 @@ def redis_server() -> Iterator[str | None]:
             server.wait()
 
 
-def redis_rows(quick: bool) -> list[Row]:
-    singles, batches = (2_000, 50) if quick else (20_000, 500)
-    with redis_server() as url:
-        if url is None:
-            note = "redis-server is not on PATH"
-            return [_row("redis: client()", None, note), _row("redis: take(1000)", None, note)]
-        import redis
+def _connect(url: str) -> None:
+    import redis
 
-        from idfields.redisid import RedisIdClient, configure_shard
+    from idfields.redisid import configure_shard
 
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                configure_shard(redis.Redis.from_url(url), 1)
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-        client = RedisIdClient([url])
-        client()  # load the script before timing
-        start = time.perf_counter()
-        for _ in range(singles):
-            client()
-        single = _rate(singles, time.perf_counter() - start)
-        start = time.perf_counter()
-        for _ in range(batches):
-            client.take(1000)
-        batch = _rate(batches * 1000, time.perf_counter() - start)
-        client.close()
-    note = "one loopback round trip per call"
-    return [_row("redis: client()", single, note), _row("redis: take(1000)", batch)]
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            configure_shard(redis.Redis.from_url(url), 1)
+            return
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+def _rate(make: Callable[[], object], count: int, per_call: int = 1) -> float:
+    return count * per_call / seconds(lambda: [make() for _ in range(count)])
 
 
 def _shared_worker(path: str, count: int, barrier: Any, times: Any) -> None:
@@ -121,42 +89,65 @@ def _shared_worker(path: str, count: int, barrier: Any, times: Any) -> None:
     times.put((start, time.perf_counter()))
 
 
-def host_shared_rows(quick: bool) -> list[Row]:
-    per_process = 20_000 if quick else 100_000
-    context = get_context("fork")
-    with tempfile.TemporaryDirectory() as folder:
-        path = str(Path(folder) / "state")
+def _host_shared(folder: str, per_process: int, processes: int) -> float:
+    """IDs/s of ``processes`` forked processes sharing one state file."""
+    path = str(Path(folder) / "state")
+    if processes == 1:
         alone = HostSharedGenerator("snowflake", node=1, path=path)
         alone()
-        start = time.perf_counter()
-        for _ in range(per_process):
-            alone()
-        single = _rate(per_process, time.perf_counter() - start)
-        barrier = context.Barrier(PROCESSES)
-        times = context.SimpleQueue()
-        workers = [
-            context.Process(target=_shared_worker, args=(path, per_process, barrier, times))
-            for _ in range(PROCESSES)
-        ]
-        for worker in workers:
-            worker.start()
-        spans = [times.get() for _ in workers]
-        for worker in workers:
-            worker.join()
-    wall = max(end for _, end in spans) - min(start for start, _ in spans)
-    shared = _rate(per_process * PROCESSES, wall)
-    return [
-        _row("host-shared: gen(), 1 process", single),
-        _row(f"host-shared: gen(), {PROCESSES} processes", shared, "all processes together"),
+        return _rate(alone, per_process)
+    context = get_context("fork")
+    barrier = context.Barrier(processes)
+    times = context.SimpleQueue()
+    workers = [
+        context.Process(target=_shared_worker, args=(path, per_process, barrier, times))
+        for _ in range(processes)
     ]
+    for worker in workers:
+        worker.start()
+    spans: list[tuple[float, float]] = [times.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    wall = max(end for _, end in spans) - min(start for start, _ in spans)
+    return per_process * processes / wall
 
 
 def run(quick: bool = False) -> list[Row]:
+    singles, batches, per_process, rounds = (
+        (500, 10, 5_000, 2) if quick else (5_000, 100, 50_000, 5)
+    )
     generator = make_generator("snowflake", StaticNode(1))
     generator()
-    min_seconds, repeats = (0.02, 3) if quick else (0.1, 5)
-    in_process = 1e9 / ns_per_call(generator, min_seconds=min_seconds, repeats=repeats)
-    return [_row(IN_PROCESS, in_process), *redis_rows(quick), *host_shared_rows(quick)]
+    with redis_server() as url, tempfile.TemporaryDirectory() as folder:
+        subjects: dict[str, Callable[[], float]] = {
+            IN_PROCESS: lambda: _rate(generator, per_process),
+            "host-shared: gen(), 1 process": lambda: _host_shared(folder, per_process, 1),
+            f"host-shared: gen(), {PROCESSES} processes": lambda: _host_shared(
+                folder, per_process, PROCESSES
+            ),
+        }
+        missing: list[Row] = []
+        if url is None:
+            note = "redis-server is not on PATH"
+            missing = [make_row(GROUP, name, None, "ids/s", IN_PROCESS, note=note)
+                       for name in ("redis: client()", "redis: take(1000)")]  # fmt: skip
+        else:
+            from idfields.redisid import RedisIdClient
+
+            _connect(url)
+            client = RedisIdClient([url])
+            client()  # load the script before timing
+            subjects["redis: client()"] = lambda: _rate(client, singles)
+            subjects["redis: take(1000)"] = lambda: _rate(lambda: client.take(1000), batches, 1000)
+        result: Paired[str] = paired(list(subjects), rounds, lambda name: subjects[name]())
+        if url is not None:
+            client.close()
+    notes = {
+        "redis: client()": "one loopback round trip per call",
+        f"host-shared: gen(), {PROCESSES} processes": "all processes together",
+    }
+    rows = paired_rows(GROUP, "ids/s", result, IN_PROCESS, notes=notes, higher_is_better=True)
+    return rows + missing
 
 
 if __name__ == "__main__":

@@ -1,88 +1,303 @@
-"""SQLAlchemy insertmanyvalues: ``session.execute(insert(Model), rows)`` with ``id_column`` keys
-against the database's own auto-increment (``Identity()`` on Postgres, AUTO_INCREMENT on MariaDB).
+"""SQLAlchemy inserts with ``id_column`` keys against the database's own auto-increment and every
+app-side peer, on three paths, on PostgreSQL (psycopg 3) and MariaDB (PyMySQL and mysqlclient).
 
-Both sides run on the same engine, interleaved (the order alternating), each into an emptied
-table; the value is the best run, the note the medians. Without RETURNING, SQLAlchemy hands the
-rows to the driver's executemany on both sides (psycopg 3: one pipelined INSERT per row; PyMySQL:
-rewritten into multi-row VALUES), so neither side batches where the other cannot. Per row, the
-app-side key costs SQLAlchemy one default call and one more bound value (``construct_params``,
-bind processors) and the driver one more value to dump or escape; the profile shows nothing else.
-That extra value is the price of an app-side key on this path, so the ratio stays a little above
-1.0 (the baseline's key costs the client nothing). Servers come from ``IDFIELDS_TEST_DATABASE_URL``
-and ``IDFIELDS_TEST_MYSQL_URL`` (the test defaults otherwise); tables are created and dropped here.
-``python -m benchmarks.bench_sqlalchemy [--quick]``.
+Paths, N rows each, into an emptied table:
+- ORM flush: ``session.add_all(objects)`` + ``commit()`` (target <= 1.0x the auto-increment key);
+- ``session.execute(insert(Model), rows)`` + ``commit()`` (insertmanyvalues);
+- Core executemany: ``conn.execute(table.insert(), rows)`` (target <= 1.05x on PostgreSQL).
+
+Keys: ``Identity()``/AUTO_INCREMENT BIGINT (the baseline), ``id_column`` (snowflake), and as
+plain ``default=`` callables: ``uuid_utils.compat.uuid7`` (a ``Uuid`` column), snowflake-id,
+tsidpy (defaults) and sonyflake-turbo. Every (driver, key) pair of a vendor runs in the same
+paired rounds, so the MariaDB drivers are compared with each other too. "vs fastest peer" rows
+hold ``id_column`` to the fastest app-side peer (target 1.0: ahead of every peer).
+
+On the ORM path a ``before_flush`` prefill is measured as its own key: a listener that fills the
+pending objects' IDs with one ``take(n)`` instead of one default call per row.
+
+Servers come from ``IDFIELDS_TEST_DATABASE_URL`` and ``IDFIELDS_TEST_MYSQL_URL`` (the test
+defaults otherwise); tables are created and dropped here. ``python -m benchmarks.bench_sqlalchemy
+[--quick]``.
 """
 
 from __future__ import annotations
 
+import importlib
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from benchmarks.report import run_alone
-from benchmarks.rows import Row
-from benchmarks.servers import SERVERS, sqlalchemy_url
-from benchmarks.timing import Timing, interleaved, per_row_rows, timed
+from benchmarks.rows import Row, make_row
+from benchmarks.servers import sqlalchemy_url
+from benchmarks.timing import (
+    Paired,
+    lead_row,
+    measured_row,
+    paired_rows,
+    paired_wall_and_cpu,
+    wall_and_cpu,
+)
 from idfields.nodes import StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_column
 
+OURS = "id_column (snowflake)"
+PREFILL = "id_column + before_flush take(n)"
 BASELINE = {"postgresql": "Identity() BIGINT", "mysql": "AUTO_INCREMENT BIGINT"}
+ORM, EXECUTE, CORE = "ORM flush", "session.execute(insert(Model), rows)", "Core executemany"
+TARGETS = {ORM: 1.0}  # issue 15; Core executemany on PostgreSQL adds its own, below
+DRIVERS = {"postgresql": ("psycopg",), "mysql": ("pymysql", "mysqldb")}
+VENDORS = {"postgresql": "PostgreSQL", "mysql": "MariaDB"}
+DRIVER_NAMES = {"psycopg": "psycopg 3", "pymysql": "PyMySQL", "mysqldb": "mysqlclient"}
 
 
 class Base(DeclarativeBase):
     pass
 
 
-class KSorted(Base):
-    __tablename__ = "idf_bench_sa_ksorted"
-    id: Mapped[int] = id_column(primary_key=True)
-    name: Mapped[str] = mapped_column(sa.String(40))
-    amount: Mapped[int] = mapped_column(sa.Integer)
+def _uuid7() -> Callable[[], object]:
+    from uuid_utils.compat import uuid7
+
+    return uuid7
 
 
-class AutoIncrement(Base):
-    __tablename__ = "idf_bench_sa_auto"
-    id: Mapped[int] = mapped_column(sa.BigInteger, sa.Identity(), primary_key=True)
-    name: Mapped[str] = mapped_column(sa.String(40))
-    amount: Mapped[int] = mapped_column(sa.Integer)
+def _snowflake_id() -> Callable[[], object]:
+    from snowflake import SnowflakeGenerator  # type: ignore[import-untyped]
+
+    next_id: Callable[[], object] = SnowflakeGenerator(2).__next__
+    return next_id
 
 
-def _seconds(engine: sa.Engine, model: type[Base], rows: list[dict[str, object]]) -> Timing:
-    """Wall and client CPU seconds of one ``session.execute(insert(model), rows)`` + commit into an
-    emptied table."""
-    table = engine.dialect.identifier_preparer.format_table(model.__table__)
+def _tsidpy() -> Callable[[], object]:
+    from tsidpy import TSIDGenerator
+
+    create = TSIDGenerator().create
+    return lambda: create().number
+
+
+def _sonyflake() -> Callable[[], object]:
+    from sonyflake_turbo import SonyFlake
+
+    next_id: Callable[[], object] = SonyFlake(*range(1024)).__next__
+    return next_id
+
+
+# name -> (table suffix, factory of the default, column type); None: not a peer default
+PEERS: dict[str, tuple[str, Callable[[], Callable[[], object]], Any]] = {
+    "uuid_utils uuid7 (Uuid)": ("uuid7", _uuid7, sa.Uuid),
+    "snowflake-id": ("snowflake_id", _snowflake_id, sa.BigInteger),
+    "tsidpy (defaults)": ("tsidpy", _tsidpy, sa.BigInteger),
+    "sonyflake-turbo": ("sonyflake", _sonyflake, sa.BigInteger),
+}
+
+
+def _model(suffix: str, key: Any) -> type[Base]:
+    """A mapped class ``idf_bench_sa_<suffix>`` with ``key`` as its id column."""
+    namespace = {
+        "__tablename__": f"idf_bench_sa_{suffix}",
+        "id": key,
+        "name": mapped_column(sa.String(40)),
+        "amount": mapped_column(sa.Integer),
+        "__annotations__": {"name": Mapped[str], "amount": Mapped[int]},
+    }
+    return type(f"Bench_{suffix}", (Base,), namespace)
+
+
+@dataclass(frozen=True)
+class Keys:
+    """The model of every key kind that can run here, and why the others cannot."""
+
+    models: dict[str, type[Base]]
+    missing: dict[str, str]
+
+
+def _keys() -> Keys:
+    models: dict[str, type[Base]] = {
+        "baseline": _model("auto", mapped_column(sa.BigInteger, sa.Identity(), primary_key=True)),
+        OURS: _model("ksorted", id_column(primary_key=True)),
+    }
+    missing = {}
+    for name, (suffix, factory, kind) in PEERS.items():
+        try:
+            default = factory()
+        except ImportError as error:
+            missing[name] = f"not installed: {error.name} (.venv/bin/pip install -e '.[bench]')"
+            continue
+        models[name] = _model(suffix, mapped_column(kind, primary_key=True, default=default))
+    return Keys(models, missing)
+
+
+def _prefill(session: Session, flush_context: object, instances: object) -> None:
+    """before_flush: one ``take(n)`` for every pending object without an ID."""
+    pending = [obj for obj in session.new if getattr(obj, "id", None) is None]
+    if pending:
+        for obj, value in zip(pending, get_generator("snowflake").take(len(pending)), strict=True):
+            obj.id = value
+
+
+def _table(model: type[Base]) -> sa.Table:
+    table = model.__table__
+    if not isinstance(table, sa.Table):
+        raise TypeError(f"{model.__name__} is not mapped to a Table")
+    return table
+
+
+def _truncate(engine: sa.Engine, model: type[Base]) -> None:
+    table = engine.dialect.identifier_preparer.format_table(_table(model))
     with engine.begin() as conn:
         conn.exec_driver_sql(f"TRUNCATE TABLE {table}")
-    with Session(engine) as session:
 
-        def insert() -> None:
-            session.execute(sa.insert(model), rows)
+
+def _insert(
+    path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str, Any]]
+) -> tuple[float, float]:
+    """Wall and client CPU seconds to insert ``rows`` into ``model``'s emptied table by ``path``."""
+    _truncate(engine, model)
+    if path == CORE:
+        table = _table(model)
+
+        def core() -> None:
+            with engine.begin() as conn:
+                conn.execute(table.insert(), rows)
+
+        return wall_and_cpu(core)
+    with Session(engine) as session:
+        objects = [] if path == EXECUTE else [model(**row) for row in rows]
+
+        def orm() -> None:
+            if path == EXECUTE:
+                session.execute(sa.insert(model), rows)
+            else:
+                session.add_all(objects)
             session.commit()
 
-        return timed(insert)
+        return wall_and_cpu(orm)
 
 
-def _vendor_rows(vendor: str, count: int, repeats: int) -> list[Row]:
-    engine = sa.create_engine(sqlalchemy_url(vendor))
+def _driver_url(vendor: str, driver: str) -> str:
+    scheme, rest = sqlalchemy_url(vendor).split("://", 1)
+    return f"{scheme.partition('+')[0]}+{driver}://{rest}"
+
+
+def _engines(vendor: str) -> tuple[dict[str, sa.Engine], list[str]]:
+    """An engine per installed driver of ``vendor``, and the names of the missing ones."""
+    engines, missing = {}, []
+    for driver in DRIVERS[vendor]:
+        try:
+            importlib.import_module("MySQLdb" if driver == "mysqldb" else driver)
+        except ImportError:
+            missing.append(driver)
+            continue
+        engines[driver] = sa.create_engine(_driver_url(vendor, driver))
+    return engines, missing
+
+
+def _path_rows(
+    vendor: str, path: str, engines: dict[str, sa.Engine], keys: Keys, count: int, rounds: int
+) -> list[Row]:
+    rows = [{"name": f"row {i}", "amount": i} for i in range(count)]
+    names = list(keys.models) + ([PREFILL] if path == ORM else [])
+    subjects = [f"{driver}|{name}" for driver, name in itertools.product(engines, names)]
+
+    def measure(subject: str) -> tuple[float, float]:
+        driver, _, name = subject.partition("|")
+        model = keys.models[OURS if name == PREFILL else name]
+        if name == PREFILL:
+            event.listen(Session, "before_flush", _prefill)
+        try:
+            wall, cpu = _insert(path, engines[driver], model, rows)
+        finally:
+            if name == PREFILL:
+                event.remove(Session, "before_flush", _prefill)
+        return wall / count * 1e6, cpu / count * 1e6
+
+    wall, cpu = paired_wall_and_cpu(subjects, rounds, measure)
+    out: list[Row] = []
+    baseline = BASELINE[vendor]
+    target = TARGETS.get(path, 1.05 if (vendor, path) == ("postgresql", CORE) else None)
+    for driver in engines:
+        group = f"SQLAlchemy {path} ({VENDORS[vendor]}, {DRIVER_NAMES[driver]}, {count:,} rows)"
+        label = {f"{driver}|{name}": baseline if name == "baseline" else name for name in names}
+        for result, suffix, goal in ((wall, "", target), (cpu, ", client CPU", None)):
+            mine = Paired({label[s]: result.values[s] for s in label}, result.load)
+            out += _key_rows(group + suffix, mine, baseline, goal, keys, prefill=path == ORM)
+    if len(engines) > 1:  # MariaDB: each driver against the first, in the same rounds
+        for result, suffix in ((wall, ""), (cpu, ", client CPU")):
+            group = f"MariaDB driver, {path} ({count:,} rows){suffix}"
+            for name in (OURS, "baseline"):
+                shown = baseline if name == "baseline" else name
+                versus = {f"{DRIVER_NAMES[d]}: {shown}": result.values[f"{d}|{name}"]
+                          for d in engines}  # fmt: skip
+                out += paired_rows(group, "us/row", Paired(versus, result.load), next(iter(versus)))
+    return out
+
+
+def _key_rows(
+    group: str,
+    mine: Paired[str],
+    baseline: str,
+    target: float | None,
+    keys: Keys,
+    *,
+    prefill: bool,
+) -> list[Row]:
+    """One driver's rows of one path: every key against the baseline, the missing peers, ours
+    against the fastest peer and, on the ORM path, the prefill against the per-row default."""
+    targets = {OURS: target, PREFILL: target} if target else {}
+    rows = paired_rows(group, "us/row", mine, baseline, targets=targets)
+    rows += [make_row(group, name, None, "us/row", baseline, note=why)
+             for name, why in keys.missing.items()]  # fmt: skip
+    lead = lead_row(group, OURS, list(PEERS), mine, "us/row")
+    rows += [lead] if lead else []
+    if prefill:
+        rows.append(measured_row(group, f"{PREFILL} vs {OURS}", "us/row", mine, OURS,
+                                 value_of=PREFILL))  # fmt: skip
+    return rows
+
+
+def _vendor_rows(vendor: str, count: int, rounds: int) -> list[Row]:
+    engines, missing = _engines(vendor)
+    rows: list[Row] = []
     try:
-        Base.metadata.drop_all(engine)
-        Base.metadata.create_all(engine)
-        rows: list[dict[str, object]] = [{"name": f"row {i}", "amount": i} for i in range(count)]
-        models: list[type[Base]] = [KSorted, AutoIncrement]
-        timings = interleaved(models, repeats, lambda model: _seconds(engine, model, rows))
-        Base.metadata.drop_all(engine)
+        keys = _keys()
+        first = next(iter(engines.values()), None)  # the drivers share one database
+        if first is not None:
+            Base.metadata.drop_all(first)
+            Base.metadata.create_all(first)
+            for path in (ORM, EXECUTE, CORE):
+                rows += _path_rows(vendor, path, engines, keys, count, rounds)
+            Base.metadata.drop_all(first)
     finally:
-        engine.dispose()
-    group = f"sqlalchemy insertmanyvalues ({vendor}, {count:,} rows)"
-    baseline = (BASELINE[vendor], timings[AutoIncrement])
-    return per_row_rows(group, count, baseline, ("id_column (snowflake)", timings[KSorted]), 1.0)
+        Base.metadata.clear()
+        Base.registry.dispose()
+        for engine in engines.values():
+            engine.dispose()
+    for driver in missing:
+        note = f"{DRIVER_NAMES[driver]} is not installed (.venv/bin/pip install -e '.[bench]')"
+        group = f"SQLAlchemy ({VENDORS[vendor]})"
+        rows.append(make_row(group, DRIVER_NAMES[driver], None, "us/row", None, note=note))
+    return rows
 
 
 def run(quick: bool = False) -> list[Row]:
-    count, repeats = (10_000, 2) if quick else (100_000, 6)
+    count, rounds = (300, 2) if quick else (5_000, 13)  # short rounds pair better under load
     configure(source=lambda layout: StaticNode(1))
     get_generator("snowflake")  # the node is taken outside the timed inserts
     try:
-        return [row for vendor in SERVERS for row in _vendor_rows(vendor, count, repeats)]
+        rows: list[Row] = []
+        for vendor in DRIVERS:
+            try:
+                rows += _vendor_rows(vendor, count, rounds)
+            except sa.exc.OperationalError as error:  # one server gone keeps the other's rows
+                note = f"server unavailable or lost: {error.orig!r}"
+                rows.append(make_row(f"SQLAlchemy ({VENDORS[vendor]})", "every path", None,
+                                     "us/row", None, note=note))  # fmt: skip
+        return rows
     finally:
         configure()
 

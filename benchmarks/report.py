@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.rows import Row, Verdict, check_rows, judge
+from benchmarks.timing import load_average
 
-HEADERS = ("name", "value", "unit", "ratio", "target", "verdict")
+HEADERS = ("name", "value", "unit", "ratio [min-max]", "target", "verdict")
+TARGET_HEADERS = ("group", "name", "value", "baseline", "ratio [min-max]", "target", "verdict")
 _COLORS = {True: "tab:green", False: "tab:red", None: "tab:gray"}  # by Verdict.met
 
 
@@ -51,12 +53,51 @@ def _target(row: Row) -> str:
     return f"{'>=' if row.get('higher_is_better', False) else '<='} {row['target']:.2f}x"
 
 
+def ratio_text(row: Row, verdict: Verdict) -> str:
+    """``1.02x [0.97-1.10]`` for a paired row, ``1.02x`` for one compared to a constant."""
+    if verdict.ratio is None:
+        return ""
+    if "spread" not in row:
+        return f"{verdict.ratio:.2f}x"
+    low, high = row["spread"]
+    return f"{verdict.ratio:.2f}x [{low:.2f}-{high:.2f}]"
+
+
+def verdict_text(verdict: Verdict) -> str:
+    """ "met", or "MISSED by 12%, +0.41 us/row" (the measured cost of the miss)."""
+    return f"{verdict.text}, {verdict.cost}" if verdict.cost else verdict.text
+
+
 def _cells(row: Row, verdict: Verdict) -> tuple[str, ...]:
-    text = verdict.text or row.get("note", "")
+    text = verdict_text(verdict) or row.get("note", "")
     if verdict.text and row.get("note"):
         text = f"{text}; {row['note']}"
-    ratio = "" if verdict.ratio is None else f"{verdict.ratio:.2f}x"
+    ratio = ratio_text(row, verdict)
     return (row["name"], _number(row["value"]), row["unit"], ratio, _target(row), text)
+
+
+def load_text(rows: Sequence[Row]) -> str:
+    """The load range and round count of a group's paired rows ("" when none were paired)."""
+    loads = [bound for row in rows for bound in row.get("load", [])]
+    rounds = max((row.get("rounds", 0) for row in rows), default=0)
+    if not loads:
+        return ""
+    return f"{rounds} interleaved rounds, load average {min(loads):.2f}-{max(loads):.2f}"
+
+
+def target_rows(rows: Sequence[Row]) -> list[tuple[Row, Verdict]]:
+    """Every row that has a target, judged within its group, in report order."""
+    found = []
+    for members in groups(rows).values():
+        found += [(row, judge(row, members)) for row in members if row["target"] is not None]
+    return found
+
+
+def target_cells(row: Row, verdict: Verdict) -> tuple[str, ...]:
+    value = f"{_number(row['value'])} {row['unit']}"
+    text = verdict_text(verdict) or row.get("note", "not measured")
+    return (row["group"], row["name"], value, row["baseline"] or "", ratio_text(row, verdict),
+            _target(row), text)  # fmt: skip
 
 
 def group_table(rows: list[Row]) -> list[tuple[str, ...]]:
@@ -70,7 +111,8 @@ def format_text(rows: Sequence[Row]) -> str:
     for name, members in groups(rows).items():
         body = group_table(members)
         widths = [max(len(line[i]) for line in [HEADERS, *body]) for i in range(len(HEADERS))]
-        out.append(f"\n== {name} ==")
+        load = load_text(members)
+        out.append(f"\n== {name} ==" + (f" ({load})" if load else ""))
         for line in [HEADERS, *body]:
             out.append(
                 "  ".join(
@@ -88,6 +130,7 @@ def _environment() -> dict[str, Any]:
         "machine": platform.machine(),
         "system": platform.platform(),
         "cpus": os.cpu_count(),
+        "load_average": load_average(),
     }
 
 
@@ -100,8 +143,10 @@ def format_markdown(
         "# idfields benchmark report",
         "",
         f"{env['generated']}, Python {env['python']} ({env['implementation']}) on "
-        f"{env['system']}, {env['cpus']} CPUs{', quick mode' if quick else ''}. Every ratio "
-        "compares two figures measured in this run; times are the best of several repeats.",
+        f"{env['system']}, {env['cpus']} CPUs{', quick mode' if quick else ''}, load average "
+        f"{env['load_average']:.2f} at the end. Every ratio is the median of paired ratios "
+        "[min-max]: each round measures every subject once, the order alternating, and the ratio "
+        "is taken within the round; values are medians over the rounds.",
         "",
         "| module | status | seconds | reason |",
         "|---|---|---|---|",
@@ -109,13 +154,24 @@ def format_markdown(
     for status in statuses:
         reason = status.reason.replace("|", "\\|")
         lines.append(f"| {status.module} | {status.status} | {status.seconds:.1f} | {reason} |")
+    lines += ["", "## Targets", "", header_line(TARGET_HEADERS)]
+    lines += [table_line(target_cells(row, verdict)) for row, verdict in target_rows(rows)]
     if chart:
         lines += ["", f"![ratios against the baselines]({chart})"]
     for name, members in groups(rows).items():
-        lines += ["", f"## {name}", "", "| " + " | ".join(HEADERS) + " |", "|---" * 6 + "|"]
-        for cells in group_table(members):
-            lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        load = load_text(members)
+        lines += ["", f"## {name}", *(["", load] if load else []), "", header_line(HEADERS)]
+        lines += [table_line(cells) for cells in group_table(members)]
     return "\n".join(lines) + "\n"
+
+
+def header_line(headers: Sequence[str]) -> str:
+    return table_line(headers) + "\n" + "|---" * len(headers) + "|"
+
+
+def table_line(cells: Sequence[str]) -> str:
+    """One markdown table line; a ``|`` inside a cell is escaped."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"
 
 
 def as_json(rows: Sequence[Row], statuses: Sequence[ModuleStatus], *, quick: bool) -> str:

@@ -11,7 +11,10 @@ class Row(TypedDict):
     """One measured figure. ``value`` None means not measured here; ``note`` then says why.
 
     ``target`` is the largest allowed ``value / baseline``; with ``higher_is_better`` (throughput
-    units such as "ids/s") it is the smallest.
+    units such as "ids/s") it is the smallest. Rows measured in paired rounds
+    (:mod:`benchmarks.timing`) carry ``ratio``, the median of the per-round ratios to the
+    baseline, its ``spread`` [min, max], the number of ``rounds`` and the ``load`` average range
+    [min, max] seen during them; the verdict then uses that ratio, not ``value / baseline``.
     """
 
     group: str
@@ -22,6 +25,10 @@ class Row(TypedDict):
     target: float | None
     higher_is_better: NotRequired[bool]
     note: NotRequired[str]
+    ratio: NotRequired[float]
+    spread: NotRequired[list[float]]
+    rounds: NotRequired[int]
+    load: NotRequired[list[float]]
 
 
 def make_row(
@@ -79,31 +86,58 @@ def check_rows(rows: object) -> list[Row]:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A row compared to its baseline: the ratio, and whether the target is met."""
+    """A row compared to its baseline: the ratio, whether the target is met, and for a miss the
+    measured cost per row (or per ID, per transaction) above the baseline."""
 
     ratio: float | None
     met: bool | None  # None: no target, or nothing to compare
     text: str
+    cost: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ratio": self.ratio, "met": self.met, "verdict": self.text}
+        return {"ratio": self.ratio, "met": self.met, "verdict": self.text, "cost": self.cost}
+
+
+# Throughput units and the per-item time their inverse gives (a missed rate costs time per item).
+_PER_ITEM = {"rows/s": "us/row", "tps": "us/txn", "ids/s": "us/ID"}
+
+
+def _cost(row: Row, base: Row, ratio: float) -> str:
+    """What ``row`` spends per item beyond ``base``, in the row's own time unit, from the (paired)
+    ratio: the baseline's median scaled by it, so the cost agrees with the verdict."""
+    theirs = base["value"]
+    if not theirs or not ratio:
+        return ""
+    if row["unit"] in _PER_ITEM:  # a rate: the time per item is its inverse
+        return f"{_short(1e6 / theirs * (1 / ratio - 1))} {_PER_ITEM[row['unit']]}"
+    return f"{_short(theirs * (ratio - 1))} {row['unit']}"
+
+
+def _short(number: float) -> str:
+    """Signed: a miss of a target below 1.0 can still cost less than the baseline."""
+    return f"{number:+,.0f}" if abs(number) >= 100 else f"{number:+.3g}"
 
 
 def judge(row: Row, group: Iterable[Row]) -> Verdict:
-    """Compare ``row`` to the row of its group named by ``row["baseline"]``."""
+    """Compare ``row`` to the row of its group named by ``row["baseline"]``: the paired median
+    ratio when the row has one, else ``value / baseline value``."""
     if row["value"] is None or row["baseline"] is None:
         return Verdict(None, None, "")
     base = next((other for other in group if other["name"] == row["baseline"]), None)
     if base is None or not base["value"]:
         return Verdict(None, None, f"baseline {row['baseline']!r} not measured")
-    ratio = row["value"] / base["value"]
+    ratio = row.get("ratio", row["value"] / base["value"])
     target = row["target"]
     if target is None:
         return Verdict(ratio, None, "")
     if row.get("higher_is_better", False):
         if ratio >= target:
             return Verdict(ratio, True, "met")
-        return Verdict(ratio, False, f"MISSED by {(1 - ratio / target) * 100:.1f}%")
+        return Verdict(
+            ratio, False, f"MISSED by {(1 - ratio / target) * 100:.1f}%", _cost(row, base, ratio)
+        )
     if ratio <= target:
         return Verdict(ratio, True, "met")
-    return Verdict(ratio, False, f"MISSED by {(ratio / target - 1) * 100:.1f}%")
+    return Verdict(
+        ratio, False, f"MISSED by {(ratio / target - 1) * 100:.1f}%", _cost(row, base, ratio)
+    )

@@ -1,103 +1,173 @@
-"""Timing helpers shared by the benchmark modules."""
+"""Paired, interleaved measurement: every figure of the report comes from here.
+
+A shared 2-core machine moves from idle to busy within seconds, so a figure measured alone (or
+the best of one or two runs) says more about the moment than about the code: snowflake-id once
+moved from 263 to 470 ns between two runs. Here every subject of a comparison is measured once
+per *round*, the order alternating from round to round, and each ratio is taken within a round
+(ours / baseline, both under the same load). The reported ratio is the median of those paired
+ratios, with their minimum and maximum, and the machine's load average sampled every round.
+"""
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 import timeit
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
-from benchmarks.rows import Row
+from benchmarks.rows import Row, make_row
 
-Subject = TypeVar("Subject")
-Timing = tuple[float, float]  # wall and client CPU seconds of one run
+Subject = TypeVar("Subject", bound=Hashable)
 
 
-def ns_per_call(fn: Callable[[], object], *, min_seconds: float, repeats: int) -> float:
-    """Nanoseconds per call of ``fn`` in a tight loop: the best of ``repeats`` runs.
+@dataclass
+class Paired(Generic[Subject]):
+    """Per-round values of every subject, and the 1-minute load average seen at each round."""
 
-    The minimum, not the mean: other work on a shared 2-core machine only ever adds time, so the
-    fastest run is the closest to the code's own cost. Each run lasts at least ``min_seconds``.
+    values: dict[Subject, list[float]]
+    load: list[float] = field(default_factory=list)
+
+    def median(self, subject: Subject) -> float:
+        return statistics.median(self.values[subject])
+
+    def ratios(self, subject: Subject, baseline: Subject) -> list[float]:
+        """``subject / baseline`` within each round (both measured under the same load)."""
+        pairs = zip(self.values[subject], self.values[baseline], strict=True)
+        return [mine / base for mine, base in pairs]
+
+
+def load_average() -> float:
+    """The 1-minute load average (runnable processes); 0.0 where the OS has none."""
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return 0.0
+
+
+def paired(
+    subjects: Sequence[Subject], rounds: int, measure: Callable[[Subject], float]
+) -> Paired[Subject]:
+    """``rounds`` rounds of ``measure(subject)`` for every subject; the order is reversed every
+    other round and rotated by one each round, so no subject always runs first (warm caches) or
+    last (after the others' garbage)."""
+    result: Paired[Subject] = Paired({subject: [] for subject in subjects})
+    count = len(subjects)
+    for index in range(rounds):
+        order = list(subjects[index % count :]) + list(subjects[: index % count])
+        if index % 2:
+            order.reverse()
+        result.load.append(load_average())
+        for subject in order:
+            result.values[subject].append(measure(subject))
+    return result
+
+
+def paired_wall_and_cpu(
+    subjects: Sequence[Subject], rounds: int, measure: Callable[[Subject], tuple[float, float]]
+) -> tuple[Paired[Subject], Paired[Subject]]:
+    """:func:`paired` of a measure giving (wall, client CPU): both series, from the same runs.
+
+    Client CPU is this process's own work, which the other processes of a busy machine move far
+    less than wall time: where two subjects differ only in client-side work (app-side keys), it
+    is the steadier figure; wall time also counts the server and the waits.
     """
+    cpu: dict[Subject, list[float]] = {subject: [] for subject in subjects}
+
+    def wall(subject: Subject) -> float:
+        spent, used = measure(subject)
+        cpu[subject].append(used)
+        return spent
+
+    result = paired(subjects, rounds, wall)
+    return result, Paired(cpu, result.load)
+
+
+def ns_per_call(fn: Callable[[], object], calls: int) -> float:
+    """Nanoseconds per call of ``fn`` over ``calls`` calls in a tight loop (one run)."""
     timer = timeit.Timer("f()", setup="f = _f", globals={"_f": fn})  # f is a local: LOAD_FAST
-    calls = 1
-    while timer.timeit(calls) < min_seconds:
-        calls *= 2
-    return min(timer.repeat(repeats, calls)) / calls * 1e9
+    return timer.timeit(calls) / calls * 1e9
 
 
-def ns_per_fresh_call(
-    make: Callable[[], Callable[[], object]], *, calls: int, repeats: int
-) -> float:
-    """Like :func:`ns_per_call`, but each run times ``calls`` calls of a freshly made subject.
-
-    For our generators: one faster than its layout's capacity runs ahead of the clock and, past
-    the skew bound, waits; a long run would then time the capacity, not the call. A fresh
-    generator per run (on its own node) keeps every run within its run-ahead budget.
-    """
-    best = float("inf")
-    for _ in range(repeats):
-        timer = timeit.Timer("f()", setup="f = _f", globals={"_f": make()})
-        best = min(best, timer.timeit(calls) / calls)
-    return best * 1e9
+def seconds(step: Callable[[], object]) -> float:
+    """Wall seconds of one call of ``step``."""
+    started = time.perf_counter()
+    step()
+    return time.perf_counter() - started
 
 
-def timed(step: Callable[[], object]) -> Timing:
-    """Wall and client CPU seconds of one call. The CPU figure is this process's own work: far
-    less moved by other load."""
+def wall_and_cpu(step: Callable[[], object]) -> tuple[float, float]:
+    """Wall and this process's CPU seconds of one call of ``step``."""
     started, cpu = time.perf_counter(), time.process_time()
     step()
     return time.perf_counter() - started, time.process_time() - cpu
 
 
-def interleaved(
-    subjects: Sequence[Subject], repeats: int, step: Callable[[Subject], Timing]
-) -> dict[Subject, list[Timing]]:
-    """``repeats`` runs of each subject, alternating the order: all see the same load."""
-    timings: dict[Subject, list[Timing]] = {subject: [] for subject in subjects}
-    for repeat in range(repeats):
-        for subject in subjects[:: 1 if repeat % 2 else -1]:
-            timings[subject].append(step(subject))
-    return timings
-
-
-def per_row_rows(
+def paired_rows(
     group: str,
-    count: int,
-    baseline: tuple[str, list[Timing]],
-    ours: tuple[str, list[Timing]],
-    target: float,
+    unit: str,
+    result: Paired[str],
+    baseline: str | None,
+    *,
+    targets: Mapping[str, float] | None = None,
+    notes: Mapping[str, str] | None = None,
+    higher_is_better: bool = False,
 ) -> list[Row]:
-    """Microseconds per row of ``count``-row runs, ours against the baseline: wall time (held to
-    ``target``), then client CPU in a group of its own (no target)."""
-    (baseline_name, baseline_runs), (our_name, our_runs) = baseline, ours
-    rows: list[Row] = []
-    for suffix, index, goal in (("", 0, target), (", client CPU", 1, None)):
-        rows += [
-            _best_run(group + suffix, baseline_name, baseline_runs, index, count, None, None),
-            _best_run(group + suffix, our_name, our_runs, index, count, baseline_name, goal),
-        ]
+    """One row per subject: the median value, and against ``baseline`` the median of the paired
+    ratios with their range, the target where one is given, and the load of the rounds."""
+    targets, notes = targets or {}, notes or {}
+    rows = []
+    for name in result.values:
+        base = None if name == baseline else baseline  # None: no comparison
+        rows.append(
+            measured_row(
+                group, name, unit, result, base, targets.get(name),
+                note=notes.get(name), higher_is_better=higher_is_better,
+            )
+        )  # fmt: skip
     return rows
 
 
-def _best_run(
+def measured_row(
     group: str,
     name: str,
-    runs: list[Timing],
-    index: int,
-    count: int,
+    unit: str,
+    result: Paired[str],
     baseline: str | None,
-    target: float | None,
+    target: float | None = None,
+    *,
+    note: str | None = None,
+    higher_is_better: bool = False,
+    value_of: str | None = None,
 ) -> Row:
-    """The best run as the value (load on a shared machine only adds time), the median noted."""
-    spent = [run[index] / count * 1e6 for run in runs]
-    return Row(
-        group=group,
-        name=name,
-        value=min(spent),
-        unit="us/row",
-        baseline=baseline,
-        target=target,
-        note=f"median {statistics.median(spent):.1f} of {len(spent)}",
-    )
+    """The row of ``value_of`` (default ``name``) against ``baseline``, from paired rounds."""
+    subject = value_of or name
+    row = make_row(
+        group, name, result.median(subject), unit, baseline, target,
+        higher_is_better=higher_is_better or None, note=note,
+    )  # fmt: skip
+    row["rounds"] = len(result.values[subject])
+    if result.load:
+        row["load"] = [min(result.load), max(result.load)]
+    if baseline is not None and baseline in result.values:  # else judged "not measured"
+        ratios = result.ratios(subject, baseline)
+        row["ratio"] = statistics.median(ratios)
+        row["spread"] = [min(ratios), max(ratios)]
+    return row
+
+
+def lead_row(
+    group: str, ours: str, peers: Sequence[str], result: Paired[str], unit: str
+) -> Row | None:
+    """``ours`` against the fastest of ``peers`` (lowest median), target 1.0: "ahead of every
+    peer" holds when this one is met. None when no peer was measured."""
+    measured = [peer for peer in peers if peer in result.values]
+    if not measured:
+        return None
+    fastest = min(measured, key=result.median)
+    return measured_row(
+        group, f"{ours} vs fastest peer", unit, result, fastest, 1.0, value_of=ours,
+        note=f"fastest app-side peer here: {fastest}",
+    )  # fmt: skip

@@ -1,12 +1,16 @@
-"""The benchmark harness: discovery, skip/fail reporting, verdicts, and a quick real run.
+"""The benchmark harness: paired rounds, discovery, skip/fail reporting, verdicts, the README
+table, and ``python -m benchmarks --quick`` end to end.
 
 No timing is asserted (benchmarks are never timed tests): only that the figures exist, ratios
-are computed from them, and the generator never ran ahead past its skew bound.
+are the medians of paired rounds, and the generator never ran ahead past its skew bound.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import statistics
+import subprocess
 import sys
 import types
 from collections.abc import Callable
@@ -16,8 +20,12 @@ import pytest
 
 from benchmarks import Skip
 from benchmarks.__main__ import discover, main, run_module
-from benchmarks.bench_generator import ours_name
+from benchmarks.bench_generator import CALL_PURE, TAKE, ours_name
+from benchmarks.readme import END, START, rewrite
 from benchmarks.rows import Row, check_rows, judge
+from benchmarks.timing import lead_row, paired, paired_rows
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _row(name: str, value: float | None, **extra: object) -> Row:
@@ -45,6 +53,59 @@ def test_judge_lower_and_higher_is_better() -> None:
     assert judge(fast, group).met is True
     assert judge(rate, group).text == "MISSED by 5.3%"
     assert judge(_row("x", 1.0, baseline="absent"), group).text == "baseline 'absent' not measured"
+
+
+def test_a_paired_ratio_decides_the_verdict_and_a_miss_names_its_cost() -> None:
+    base = _row("base", 100.0)
+    ours = _row("ours", 130.0, baseline="base", target=1.2, ratio=1.1, spread=[1.0, 1.4])
+    assert judge(ours, [base, ours]).met is True  # the paired median, not 130 / 100
+    slow = _row("slow", 150.0, baseline="base", target=1.2, ratio=1.5)
+    assert judge(slow, [base, slow]).cost == "+50 ns/ID"
+    rate = _row("rate", 800.0, unit="tps", baseline="base", target=0.8, higher_is_better=True,
+                ratio=0.5)  # fmt: skip
+    base_rate = _row("base", 1000.0, unit="tps")
+    assert judge(rate, [base_rate, rate]).cost == "+1,000 us/txn"  # 1 ms a txn at half the rate
+
+
+def test_paired_alternates_the_order_and_pairs_ratios_within_a_round() -> None:
+    seen: list[str] = []
+    clock = iter(range(1, 100))
+
+    def measure(name: str) -> float:
+        seen.append(name)
+        return float(next(clock)) * (2 if name == "b" else 1)
+
+    result = paired(["a", "b", "c"], 4, measure)
+    rounds = [seen[i : i + 3] for i in range(0, 12, 3)]
+    assert rounds == [["a", "b", "c"], ["a", "c", "b"], ["c", "a", "b"], ["c", "b", "a"]]
+    assert all(len(values) == 4 for values in result.values.values())
+    assert len(result.load) == 4
+    ratios = result.ratios("b", "a")
+    rows = {row["name"]: row for row in paired_rows("g", "ns", result, "a", targets={"b": 1.0})}
+    assert rows["b"]["ratio"] == pytest.approx(statistics.median(ratios))
+    assert rows["b"]["spread"] == [min(ratios), max(ratios)]
+    assert rows["b"]["rounds"] == 4 and "ratio" not in rows["a"]
+    lead = lead_row("g", "a", ["b", "c", "absent"], result, "ns")
+    assert lead is not None and lead["baseline"] in {"b", "c"}
+
+
+def test_readme_table_is_rewritten_between_the_markers() -> None:
+    report = {
+        "environment": {"generated": "2026-01-01T00:00:00+00:00", "python": "3.11",
+                        "cpus": 2, "load_average": 1.5},
+        "quick": False,
+        "modules": [{"module": "bench_x", "status": "skipped", "reason": "no server"}],
+        "rows": [_row("base", 100.0), _row("ours", 150.0, baseline="base", target=1.2,
+                                           ratio=1.5, spread=[1.4, 1.6])],
+    }  # fmt: skip
+    readme = f"intro\n{START}\nold 208 ns\n{END}\nafter\n"
+    text = rewrite(readme, report)
+    assert text.startswith("intro\n") and text.endswith(f"{END}\nafter\n")
+    assert "old 208 ns" not in text and "0 of 1 targets met" in text
+    assert "1.50x [1.40-1.60]" in text and "MISSED by 25.0%, +50 ns/ID" in text
+    assert "`bench_x` (no server)" in text
+    with pytest.raises(ValueError, match="markers"):
+        rewrite("no markers here", report)
 
 
 def test_check_rows_names_the_bad_row() -> None:
@@ -95,16 +156,35 @@ def test_quick_generator_run_writes_a_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["--quick", "--only", "generator", "--out", str(tmp_path)]) == 0
-    assert "== generator: single call ==" in capsys.readouterr().out
+    assert f"== {CALL_PURE} ==" in capsys.readouterr().out
     report = json.loads((tmp_path / "report.json").read_text())
     assert [m["status"] for m in report["modules"]] == ["ok"]
     rows = {(row["group"], row["name"]): row for row in report["rows"]}
-    ours = rows["generator: single call", ours_name("snowflake", compiled=False)]
-    peer = rows["generator: single call", ours["baseline"]]
-    if peer["value"] is not None:
-        assert ours["ratio"] == pytest.approx(ours["value"] / peer["value"])
-    ahead = rows["generator: take(100_000) sustained", "largest run-ahead seen"]
-    assert (
-        0 < ahead["value"] <= rows["generator: take(100_000) sustained", "max_skew bound"]["value"]
-    )
-    assert "## generator: take(100_000) sustained" in (tmp_path / "report.md").read_text()
+    ours = rows[CALL_PURE, ours_name("snowflake", compiled=False)]
+    assert ours["value"] > 0 and ours["rounds"] >= 2 and ours["load"][0] <= ours["load"][1]
+    if rows[CALL_PURE, ours["baseline"]]["value"] is not None:  # the peer is installed
+        assert ours["spread"][0] <= ours["ratio"] <= ours["spread"][1]
+    ahead = rows[TAKE, "largest run-ahead seen"]
+    assert 0 < ahead["value"] <= rows[TAKE, "max_skew bound"]["value"]
+    markdown = (tmp_path / "report.md").read_text()
+    assert "## Targets" in markdown and f"## {TAKE}" in markdown
+
+
+@pytest.mark.slow
+def test_quick_mode_runs_every_module(tmp_path: Path) -> None:
+    """``python -m benchmarks --quick`` end to end: every module ok, or skipped with a reason
+    (a server or a peer missing); none failed, and the README table builds from its report."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    statuses = {m["module"]: m["status"] for m in report["modules"]}
+    assert set(statuses) == set(discover()) and "failed" not in statuses.values()
+    assert statuses["bench_generator"] == "ok"
+    judged = [row for row in report["rows"] if row["target"] is not None]
+    assert judged and all(row["met"] in (True, False, None) for row in judged)
+    text = rewrite(f"{START}\n{END}\n", report)
+    assert "targets met" in text
