@@ -9,6 +9,7 @@ test: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest
 	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py tests/hostile
 

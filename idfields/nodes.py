@@ -122,12 +122,28 @@ class _FixedClaims:
 
         def release(issued_until_ns: int) -> None:
             with self._lock:
-                self._issued_until[key] = max(self._issued_until[key], issued_until_ns)
+                self._issued_until[key] = max(self._issued_until.get(key, 0), issued_until_ns)
 
         return Assignment(values, not_before_ns=fence, release=release)
 
+    def forget(self) -> None:
+        with self._lock:
+            self._issued_until.clear()
+
 
 _fixed_claims = _FixedClaims()
+
+
+def forget_fixed_claims() -> None:
+    """Forget how far this process issued on each fixed node: for test suites only.
+
+    The claims fence a generator rebuilt on a node after its predecessor's IDs, and last for the
+    process; in a test process that lets one test's fake clock (say, in 2030) fence the node of
+    every later test. A fixture calls this between tests, each of which then starts as a fresh
+    process would. Never call it while generators on fixed nodes are in use: a rebuilt one
+    could repeat their IDs.
+    """
+    _fixed_claims.forget()
 
 
 def forked_child_error(description: str, owner_pid: int) -> NodeError:

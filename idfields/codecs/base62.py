@@ -7,8 +7,9 @@ collations that are not byte-wise (for example ``en_US`` in PostgreSQL) break th
 ``COLLATE "C"`` for such columns.
 
 Base62 is used rather than base64 because ``-`` and ``_`` are easy to lose or misread in
-URLs. Capacity per width, as in the chibrary call-number scheme: 8 characters hold 47 bits,
-9 characters 53 bits (every JavaScript-safe integer), 11 characters 63 bits.
+URLs. Capacity per width, as in Chibrary's call numbers (Peter Harkins, "Distributed ID
+Generation and Bit Packing"): 8 characters hold 47 bits, 9 characters 53 bits (every
+JavaScript-safe integer), 11 characters 63 bits.
 
 The encoding is case-sensitive: ``"a"`` and ``"A"`` are different digits, so never
 case-fold these strings.

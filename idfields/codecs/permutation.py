@@ -14,7 +14,8 @@ What this is and is not:
 * Anyone who learns the key can invert every public ID, so keep the key out of source code
   (see :meth:`KeyedPermutation.from_env`). A leaked key makes order and count public again;
   changing the key changes every public ID, so links made with the old key stop working.
-* chibrary's key-less "stable bit shuffle" is the weak special case of this: a fixed, public
+* The key-less "stable bit shuffle" of Chibrary's call numbers (Peter Harkins, "Distributed
+  ID Generation and Bit Packing") is the weak special case of this: a fixed, public
   permutation that anyone can invert once they know (or work out) the shuffle.
 
 How: a balanced Feistel network over the even width ``bits`` rounded up, with a keyed

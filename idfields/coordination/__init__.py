@@ -1,4 +1,4 @@
-"""Coordination through the project's own database: node leases, launches, counters.
+"""Coordination through the project's own database: node leases, launches, counters, run ids.
 
 Written once against the small :class:`Database` interface; ``idfields.django_app`` and
 ``idfields.sqlalchemy_ext`` adapt their connections to it and share the same three tables
@@ -17,6 +17,7 @@ from idfields.coordination.counters import (
 from idfields.coordination.database import VENDORS, Database, Result
 from idfields.coordination.decimal import DecimalSource, decimal_fields
 from idfields.coordination.leases import LeaseInfo, LeaseSource, list_leases
+from idfields.coordination.runids import RunIdSource
 
 __all__ = [
     "LAUNCH_ENV",
@@ -27,6 +28,7 @@ __all__ = [
     "LeaseInfo",
     "LeaseSource",
     "Result",
+    "RunIdSource",
     "counter_value",
     "current_launch",
     "decimal_fields",

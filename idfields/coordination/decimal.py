@@ -1,8 +1,8 @@
 """Generator ids for DecimalId: a fresh ``generator_id`` of the current launch per block.
 
-The pattern-id-generation document's scheme: a launch id per deployment, and within it a
-generator id per process start and per exhausted counter, taken from a persistent synchronized
-counter (``generator:<launch>``), so no (launch, generator) pair is ever issued twice.
+The DecimalId scheme of the article "Pattern: ID Generation": a launch id per deployment, and
+within it a generator id per process start and per exhausted counter, taken from a persistent
+synchronized counter (``generator:<launch>``), so no (launch, generator) pair is ever issued twice.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ Two families, both plain ``bigint`` columns (foreign keys to them are ``bigint``
 never frozen into migrations: changing the settings leaves ``makemigrations`` quiet.
 
 ``generation="db"`` lets PostgreSQL fill the column (``DEFAULT idfields.next_snowflake()`` and
-kin, installed by the SQL migrations); the pk then comes back through RETURNING.
+kin, installed by the SQL migrations, or a user layout's ``next_<name>()`` installed by
+``InstallLayoutFunctions``; :mod:`idfields.sql.catalog` names them); the pk then comes back
+through RETURNING.
 """
 
 from __future__ import annotations
@@ -37,16 +39,11 @@ from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
 from idfields.errors import GeneratorClosed, IdFieldsError
 from idfields.layouts import MAX_ID, Layout
+from idfields.sql.catalog import functions_of
 
 APP = "app"
 DB = "db"
 GENERATIONS = (APP, DB)
-# The PL/pgSQL function filling each built-in layout's column (generation="db").
-SQL_FUNCTIONS = {
-    "snowflake": "idfields.next_snowflake",
-    "traceid": "idfields.next_traceid",
-    "decimal": "idfields.next_decimalid",
-}
 
 __all__ = [
     "DecimalIdAutoField",
@@ -150,13 +147,10 @@ class KSortedFieldMixin:
         super().__init__(*args, **kwargs)
 
     def _sql_function(self) -> str:
-        function = SQL_FUNCTIONS.get(self.layout_name or "")
-        if function is None:
-            raise ValueError(
-                f"generation='db' needs a layout with a SQL function ({', '.join(SQL_FUNCTIONS)})"
-                f", got layout={self.layout_name!r}; pass one of them, or use generation='app'"
-            )
-        return function
+        try:
+            return functions_of(self.layout_name or "").next
+        except IdFieldsError as error:
+            raise ValueError(f"generation='db': {error}; or use generation='app'") from None
 
     @property
     def layout(self) -> Layout:
@@ -271,6 +265,22 @@ class KSortedFieldMixin:
             return []
         if databases is None:  # plain `check`: every alias the model may live in (no query)
             databases = list(connections)
+        try:
+            layout = self.layout  # a user layout is only known once settings are read
+        except (KeyError, TypeError, ImportError, ValueError, IdFieldsError):
+            return []  # idfields.E030 reports it
+        try:
+            functions_of(layout)
+        except IdFieldsError as error:
+            return [
+                checks.Error(
+                    f"generation='db' has no database function for layout "
+                    f"{self.layout_name!r}: {error}",
+                    hint="Use generation='app', or a layout the database can generate.",
+                    obj=self,
+                    id="idfields.E035",
+                )
+            ]
         return [
             checks.Error(
                 f"generation='db' needs PostgreSQL (idfields.next_* functions), but database "

@@ -1,4 +1,4 @@
-"""Layouts as data: fields, the Layout that packs them, and the built-ins of the documents."""
+"""Layouts as data: fields, the Layout that packs them, and the built-ins (with references)."""
 
 from idfields.layouts.builtin import (
     BUILTIN_LAYOUTS,

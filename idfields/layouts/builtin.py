@@ -1,23 +1,38 @@
-"""The layouts of the source documents, exactly as they describe them.
+"""The built-in layouts, each as its public reference describes it.
+
+References, cited below by the name in brackets:
+
+- [slides] Nathan Kleyn, "Distributed ID Generation" (slides, 2015): Snowflake IDs made by a
+  Lua script inside Redis.
+- [pattern] "Pattern: ID Generation" (an article on designing integer IDs): TraceId, DecimalId.
+- [globalid] "Generating Globally Unique IDs" (2020, an Elixir exercise): 64-bit IDs from up to
+  1,024 nodes that never talk to each other.
+- [chronicle] Chronicle Software's ``DistributedUniqueTimeProvider`` (the open-source Chronicle
+  Bytes library, Java).
+- [chibrary] Peter Harkins, "Distributed ID Generation and Bit Packing" (the call numbers of
+  his mailing-list archive Chibrary).
+
+The layouts:
 
 - ``snowflake``: 0 | 41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence
-  (redis-lua-snowflake-slides): 4,096 IDs per ms per node, 1,024 nodes, about 69 years.
+  [slides]: 4,096 IDs per ms per node, 1,024 nodes, about 69 years.
 - ``traceid``: 0 | 25-bit seconds, wrapping | 16-bit node_no | 22-bit counter >= 1
-  (pattern-id-generation). The timestamp wraps every 2**25 s (about 388 days), so TraceIds are
+  [pattern]. The timestamp wraps every 2**25 s (about 388 days), so TraceIds are
   *periodically* monotonic: an ID is unique only among rows younger than one period. Keep rows
   (or partitions) for less than 388 days, or key them by (created_at, id), and sort by a fully
-  monotonic column across periods. The document's thread_id shares the 22 bits with the counter;
+  monotonic column across periods. [pattern]'s thread_id shares the 22 bits with the counter;
   idfields needs no thread bits because one thread-safe sequence serves the whole process.
-- ``decimal`` (DecimalId): counter * 10**10 + generator_id * 10**5 + launch_id. The counter stops
-  at 922_337_202 (not 922_337_203) so generator_id keeps its full 0..99_999; launch_id 0 is for
-  tests only. Sharded monotonicity: increasing per generator, not across generators.
-- ``globalid`` (globalid-elixir): 10-bit node | 46-bit ms since 1970 | 7-bit counter. The post's
+- ``decimal`` (DecimalId [pattern]): counter * 10**10 + generator_id * 10**5 + launch_id. The
+  counter stops at 922_337_202 (not 922_337_203) so generator_id keeps its full 0..99_999;
+  launch_id 0 is for tests only. Sharded monotonicity: increasing per generator, not across
+  generators.
+- ``globalid`` [globalid]: 10-bit node | 46-bit ms since 1970 | 7-bit counter. The exercise's
   64-bit 10/47/7 fitted into 63 bits: the timestamp lost one bit, which still lasts until 4199.
   The node leads, so IDs sort by node first: unique, but not k-sorted across nodes.
-- ``chronicle`` (Chronicle's DistributedUniqueTimeProvider): nanoseconds since 1970 whose last two
+- ``chronicle`` [chronicle]: nanoseconds since 1970 whose last two
   decimal digits are the host id (0..99): it reads as a timestamp, 10 million IDs/s per host,
   and fits 63 bits until 2262-04-11.
-- ``runid`` (chibrary call numbers): 3-bit version | 30-bit run id | 14-bit sequence, 47 bits, so
+- ``runid`` [chibrary]: 3-bit version | 30-bit run id | 14-bit sequence, 47 bits, so
   an ID is at most 8 base62 characters; a fresh run id comes from the coordinator whenever the
   16,384 IDs of a run are used up.
 - ``snowflake_js``: 41-bit ms | 6-bit node | 6-bit sequence, every ID below 2**53 for JavaScript.

@@ -77,7 +77,7 @@ class Sequence:
 
 @dataclass(frozen=True)
 class Constant:
-    """A fixed value such as a layout version (chibrary's 3-bit version)."""
+    """A fixed value such as a layout version (the 3-bit version of Chibrary's call numbers)."""
 
     width: int
     _: KW_ONLY

@@ -5,6 +5,10 @@ Binary layouts place fields by bit width (``value << shift``), decimal ones by d
 field is the most significant. Every ID a layout can hold lies in 1..2**63-1 (1..2**53-1 when
 ``js_safe``); a layout that could exceed that, or that cannot issue at all, fails here, at
 construction, with a message naming the field and the fix.
+
+A layout is frozen, and "valid shape" is kept apart from "usable now": a layout whose timestamp
+has run out still constructs, loads from its spec (an old migration must replay for decades) and
+decodes; only the generators refuse to issue from it, naming its end date.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any, Literal
 
 from idfields.errors import LayoutError, ValueOutOfRange
@@ -75,6 +80,7 @@ class Layout:
 
     __slots__ = (
         "_by_name",
+        "_frozen",
         "_stamp",
         "base",
         "description",
@@ -88,6 +94,21 @@ class Layout:
         "sequence",
         "timestamp",
     )
+
+    # Layouts are shared process-wide (SNOWFLAKE, settings, generators), so none may change.
+    def __setattr__(self, name: str, value: object) -> None:
+        if getattr(self, "_frozen", False):
+            raise dataclasses.FrozenInstanceError(
+                f"layout {self.name!r} is immutable (cannot set {name!r}); build a new Layout"
+            )
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"layout {self.name!r} is immutable")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle and copy rebuild through the constructor (the slots cannot be set afterwards).
+        return (type(self).from_spec, (self.to_spec(),))
 
     def __init__(
         self,
@@ -106,7 +127,7 @@ class Layout:
         self.limit = MAX_JS_SAFE_ID if js_safe else MAX_ID
         self._check_shape()
         self.placed = self._place()
-        self._by_name = {placed.name: placed for placed in self.placed}
+        self._by_name = MappingProxyType({placed.name: placed for placed in self.placed})
         self.timestamp = self._only(Timestamp)
         self._stamp = next((s for s in self.fields if isinstance(s, Timestamp)), None)
         self.sequence = self._only(Sequence)
@@ -114,6 +135,7 @@ class Layout:
         self.max_id = sum(p.maximum * p.multiplier for p in self.placed)
         self._check_capacity()
         self._check_time()
+        self._frozen = True
 
     # -- construction -------------------------------------------------------------------------
 
@@ -192,8 +214,10 @@ class Layout:
         )
 
     def _check_time(self) -> None:
-        stamp, spec = self.timestamp, self._stamp
-        if stamp is None or spec is None:
+        # A timestamp that has run out is not checked here: the layout stays loadable and
+        # decodable, and the generators refuse to issue from it, naming its end date.
+        spec = self._stamp
+        if spec is None:
             return
         if spec.unit not in UNITS:
             raise self._fail(
@@ -207,11 +231,6 @@ class Layout:
             raise self._fail(
                 f"the epoch {spec.epoch.isoformat()} is in the future",
                 "choose an epoch in the past (the date the system started is a good one)",
-            )
-        if not spec.wraps and self.tick_of(time.time_ns()) > stamp.maximum:
-            raise self._fail(
-                f"its timestamp already ran out (at {self.runs_out_text})",
-                "choose a later epoch or a wider timestamp",
             )
 
     # -- facts ------------------------------------------------------------------------------------
@@ -479,6 +498,8 @@ class Layout:
             fields = [_field_from_spec(entry) for entry in spec["fields"]]
             options = {k: spec[k] for k in ("base", "js_safe", "description") if k in spec}
             return cls(spec["name"], fields, **options)
+        except LayoutError:
+            raise  # a well-formed spec of an invalid layout: its own message says what and why
         except (KeyError, TypeError, ValueError) as error:
             raise LayoutError(
                 f"not a layout spec ({error!r}): pass the dict Layout.to_spec() returns"

@@ -1,4 +1,5 @@
-"""Snowflake IDs made inside Redis (redis-lua-snowflake-slides); needs the ``redis`` extra.
+"""Snowflake IDs made inside Redis (after Nathan Kleyn's "Distributed ID Generation" slides, 2015);
+needs the ``redis`` extra.
 
 A Lua script stamps each ID with the server's clock and its shard id (10 bits of ``snowflake``,
 set once per server with :func:`configure_shard`), so IDs decode with the ``snowflake`` layout

@@ -1,10 +1,10 @@
 """RedisIdClient: IDs from a tier of Redis servers, each stamping its own shard id.
 
-Round-robin between the servers as the slides do: a server that fails (down, timed out, clock
-too far back, no shard id) is skipped for a short cool-down and the request goes to the next
-one, up to ``attempts`` (5) tries before :class:`RedisIdError` names every server and the last
-errors. A retried request never repeats an ID: the script advances the server's state before it
-replies, so a lost reply only skips IDs.
+Round-robin between the servers as Nathan Kleyn's "Distributed ID Generation" slides (2015) do: a
+server that fails (down, timed out, clock too far back, no shard id) is skipped for a short
+cool-down and the request goes to the next one, up to ``attempts`` (5) tries before
+:class:`RedisIdError` names every server and the last errors. A retried request never repeats an
+ID: the script advances the server's state before it replies, so a lost reply only skips IDs.
 """
 
 from __future__ import annotations

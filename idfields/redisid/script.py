@@ -7,13 +7,13 @@ increase across clients, and a replica promoted after a failover continues from 
 state. A reply is ``{tick, shard, first_index, count}``; the client composes the IDs (Lua numbers
 are doubles and cannot hold a 63-bit ID exactly, while every part of one can).
 
-When the current tick's sequence is used up the slides block until the clock moves on. A script
-cannot sleep, and spinning on ``TIME`` would stall every other client of the single-threaded
-server (and Redis may freeze the time a script sees), so the script replies
-``{-1, microseconds_to_wait}`` instead: the client asks another server at once, and sleeps only
-when every server said so. When the clock stepped back, the script carries on in its last tick
-while its sequence lasts; more than ``max_back`` ticks behind it replies an error rather than
-issue anything.
+When the current tick's sequence is used up, the script of Nathan Kleyn's "Distributed ID
+Generation" slides (2015) blocks until the clock moves on. A script cannot sleep, and spinning on
+``TIME`` would stall every other client of the single-threaded server (and Redis may freeze the
+time a script sees), so the script replies ``{-1, microseconds_to_wait}`` instead: the client asks
+another server at once, and sleeps only when every server said so. When the clock stepped back, the
+script carries on in its last tick while its sequence lasts; more than ``max_back`` ticks behind it
+replies an error rather than issue anything.
 """
 
 from __future__ import annotations

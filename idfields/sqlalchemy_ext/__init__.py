@@ -14,7 +14,7 @@ names foreign keys too narrow for the IDs.
 """
 
 from idfields.sqlalchemy_ext.checks import check_metadata
-from idfields.sqlalchemy_ext.columns import SERVER_FUNCTIONS, id_column, id_column_core
+from idfields.sqlalchemy_ext.columns import id_column, id_column_core
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
 from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
 from idfields.sqlalchemy_ext.tables import (
@@ -26,7 +26,6 @@ from idfields.sqlalchemy_ext.tables import (
 )
 
 __all__ = [
-    "SERVER_FUNCTIONS",
     "SQLAlchemyDatabase",
     "add_tables",
     "check_metadata",

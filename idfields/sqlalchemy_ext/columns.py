@@ -4,8 +4,8 @@ The default is a Python callable taking SQLAlchemy's execution context (so it is
 without a wrapper): SQLAlchemy evaluates it inside the statement and every insert path (unit of
 work flush, ``insert(Model)`` with a list of dicts through insertmanyvalues, Core ``values()`` and
 executemany, AsyncSession) gets its IDs without a round trip. ``server_side=True`` leaves the
-value to the database function of the layout (``idfields.next_snowflake()`` on Postgres) and has
-it fetched back.
+value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
+user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
 
 Every ID column carries ``info["idfields"]`` (its layout's name), which :func:`check_metadata`
 reads, and brings the idfields tables into its table's ``MetaData`` when it is attached: the
@@ -19,16 +19,11 @@ from typing import Any
 from sqlalchemy import BigInteger, Column, Table, event, text
 from sqlalchemy.orm import MappedColumn, mapped_column
 
+from idfields.errors import IdFieldsError
 from idfields.layouts import Layout
+from idfields.sql.catalog import functions_of
 from idfields.sqlalchemy_ext.registry import context_default
 from idfields.sqlalchemy_ext.tables import INFO_KEY, add_tables
-
-# Layouts with a database-side generator (the PL/pgSQL functions of schema "idfields").
-SERVER_FUNCTIONS = {
-    "snowflake": "idfields.next_snowflake()",
-    "traceid": "idfields.next_traceid()",
-    "decimal": "idfields.next_decimalid()",
-}
 
 
 def _column_options(
@@ -47,13 +42,13 @@ def _column_options(
     if not server_side:
         kwargs[default_option] = context_default(layout)
         return
-    function = SERVER_FUNCTIONS.get(name)
-    if function is None:
+    try:
+        functions = functions_of(layout)
+    except IdFieldsError as error:
         raise ValueError(
-            f"layout {name!r} has no database-side generator; server_side=True works with "
-            f"{', '.join(SERVER_FUNCTIONS)} (install them with op.install_id_functions())"
-        )
-    kwargs["server_default"] = text(function)
+            f"server_side=True: no database-side generator: {error}; or drop server_side=True"
+        ) from None
+    kwargs["server_default"] = text(functions.next_call)
 
 
 def _bring_tables(column: Column[Any]) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from idfields import StaticNode, make_generator
 from idfields.errors import LayoutError
+from idfields.layouts import Constant, Layout, Node, Sequence, Timestamp
 from idfields.migrations import convert
 from idfields.migrations.convert.introspect import Query
 
@@ -136,8 +137,9 @@ def test_refuses_layouts_that_cannot_exceed_max_id() -> None:
         convert.Target.of("decimal")
     with pytest.raises(LayoutError, match="wraps"):
         convert.Target.of("traceid")
-    with pytest.raises(ValueError, match="generation='db'"):
-        convert.Target.of("snowflake_js", generation="db")
+    tailed = Layout("tailed", [Timestamp(41), Node(10), Sequence(9), Constant(3, value=1)])
+    with pytest.raises(ValueError, match=r"generation='db'.*Sequence is not the last"):
+        convert.Target.of(tailed, generation="db")
     info = convert.KeyInfo("postgresql", None, "t", sequence="t_id_seq", max_id=2**62)
     with pytest.raises(LayoutError, match="holds IDs up to"):
         convert.plan(info, convert.Target.of("snowflake"))

@@ -48,9 +48,10 @@ def _sqlite_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DbApiDataba
     ]
 )
 def db(request: pytest.FixtureRequest) -> DbApiDatabase:
-    """The coordination tables on each vendor (one database per session, shared by tests)."""
+    """The coordination tables on each vendor (one database per session, shared by tests), made
+    again if a suite sharing the database dropped them (``metadata.drop_all()``)."""
     database: DbApiDatabase = request.getfixturevalue(f"_{request.param}_db")
-    return database
+    return _with_tables(database)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from coordination_procs import CONTEXT, gate_of, run_together
 from dbapi_database import DbApiDatabase
+from generator_support import MS, FakeClock
 
 from idfields import Layout, Node, NodeError, Sequence, Timestamp, make_generator
 from idfields.coordination import LeaseSource, list_leases
@@ -61,8 +62,8 @@ def test_a_released_node_is_fenced_after_what_its_holder_issued(
     issued_until = time.time_ns() + 5 * 10**6  # it ran 5 ms ahead of the clock
     assert first.release is not None
     first.release(issued_until)
-    time.sleep(0.01)
-    second = LeaseSource(db).acquire(layout)
+    after = FakeClock(issued_until + 2 * MS)  # the release holds the node to issued_until
+    second = LeaseSource(db, clock=after).acquire(layout)
     assert issued_until <= second.not_before_ns < issued_until + 10**6
 
 
@@ -73,8 +74,8 @@ def test_reuse_is_fenced_after_the_old_expiry(db: DbApiDatabase, unique: str) ->
         NodeError, match=rf"no free node for layout 'fence_{unique}'.* of its 1 nodes"
     ):
         LeaseSource(db).acquire(layout)
-    time.sleep(0.08)
-    second = LeaseSource(db).acquire(layout)
+    later = FakeClock(time.time_ns() + 80 * MS)  # past the first lease's 50 ms
+    second = LeaseSource(db, clock=later).acquire(layout)
     assert second.values == first.values
     assert second.not_before_ns == first.valid_until_ns
     assert first.renew is not None
@@ -172,7 +173,10 @@ def test_sigkilled_holder_is_reclaimed_at_once_behind_its_fence(
 
 def test_a_lost_lease_moves_the_generator_to_another_node(db: DbApiDatabase, unique: str) -> None:
     layout = lease_layout(f"lost_{unique}", node_bits=1)  # nodes 0 and 1
-    generator = make_generator(layout, LeaseSource(db, ttl_s=0.3))
+    clock = FakeClock(time.time_ns())
+    generator = make_generator(
+        layout, LeaseSource(db, ttl_s=0.3, clock=clock), clock=clock, sleep=clock.sleep
+    )
     before = generator()
     lost = generator.node["node"]  # type: ignore[index]
     other = LeaseSource(db, ttl_s=60).acquire(layout)  # a neighbour holds the other node
@@ -181,7 +185,7 @@ def test_a_lost_lease_moves_the_generator_to_another_node(db: DbApiDatabase, uni
     assert thief.values == {"node": lost}
     assert other.release is not None
     other.release(time.time_ns())  # the neighbour exits: its node is free again
-    time.sleep(0.15)  # past renew_after (ttl / 3): the next ID renews, finds the lease lost
+    clock.sleep(0.15)  # past renew_after (ttl / 3): the next ID renews, finds the lease lost
     after = generator.take(10)
     assert generator.node == {"node": 1 - lost}
     assert before < after[0] and len(set(after)) == 10

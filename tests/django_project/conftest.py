@@ -10,6 +10,7 @@ or take the ``alias`` fixture, which runs them once per backend.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ from typing import Any
 import pytest
 from databases import DbUrl
 from django.conf import settings
+from django.db import connections
+
+from idfields.django_app.conf import get_settings
 
 HERE = Path(__file__).parent
 SERVERS = {
@@ -28,14 +32,28 @@ _unavailable: dict[str, str] = {}
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(request: pytest.FixtureRequest) -> None:
+def django_db_modify_db_settings(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     for alias, (fixture, _) in SERVERS.items():
         try:
             url = request.getfixturevalue(fixture)
         except pytest.skip.Exception as skipped:
             _unavailable[alias] = str(skipped)
-            settings.DATABASES[alias].clear()
-            settings.DATABASES[alias].update(ENGINE="django.db.backends.sqlite3", NAME=":memory:")
+            # A file, not ":memory:": the coordination's private connection must see the tables.
+            # Only these keys: the rest holds the defaults Django filled in (HOST, ...).
+            folder = tmp_path_factory.mktemp(f"no_{alias}_server")
+            test = {**settings.DATABASES[alias].get("TEST", {}), "NAME": str(folder / "test.db")}
+            settings.DATABASES[alias].update(
+                ENGINE="django.db.backends.sqlite3", NAME=str(folder / "unused.db"), TEST=test
+            )
+            with contextlib.suppress(AttributeError):  # one made already keeps its old engine
+                del connections[alias]
+            if alias == settings.IDFIELDS.get("DATABASE", "default"):
+                # SQLite cannot write a lease while a test's transaction holds it: this one
+                # process takes the development node instead.
+                settings.IDFIELDS = {**settings.IDFIELDS, "NODE_SOURCE": "development"}
+                get_settings.cache_clear()
             continue
         settings.DATABASES[alias].update(DbUrl.parse(url).django_databases()["default"])
 

@@ -35,6 +35,7 @@ def setting_ids(**idfields: Any) -> set[str]:
         return {message.id for message in check_settings(None)}
 
 
+@pytest.mark.postgres  # the project's "default" is PostgreSQL (its generation="db" models)
 def test_the_test_project_passes_every_check() -> None:
     found = [
         m
@@ -155,6 +156,7 @@ def test_field_checks_name_the_layout_and_the_database() -> None:
     assert "'sqlite' is sqlite" in next(m.msg for m in messages if m.id == "idfields.E031")
 
 
+@pytest.mark.postgres  # "default" is the project's PostgreSQL alias
 @isolate_apps("tests.django_project.testapp")
 def test_plain_check_names_generation_db_off_postgresql() -> None:
     """`manage.py check` (no --database) reports E031 too, not only `migrate`."""

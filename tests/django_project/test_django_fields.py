@@ -205,7 +205,7 @@ def test_deconstruct_emits_only_what_differs_from_the_defaults() -> None:
         ({"default": 5}, "drop default="),
         ({"db_default": 5}, "drop db_default="),
         ({"generation": "sometimes"}, "use 'app' or 'db'"),
-        ({"generation": "db", "layout": "snowflake_js"}, "needs a layout with a SQL function"),
+        ({"generation": "db", "layout": "globalid"}, "cannot be generated inside PostgreSQL"),
         ({"layout": get_layout("snowflake")}, "takes the name of a layout"),
     ],
 )

@@ -10,8 +10,8 @@ from othergen_support import run_processes
 
 from idfields import Constant, Layout, Node, Sequence, get_layout, make_generator
 from idfields.coordination import counter_value
+from idfields.coordination.runids import RunIdSource, counter_name
 from idfields.errors import LayoutExhausted, NodeError
-from idfields.runids import RunIdSource, counter_name
 
 
 def _narrow(run_bits: int = 30) -> Layout:

@@ -24,7 +24,6 @@ from idfields.migrations.convert.introspect import (
     introspect_postgres,
 )
 from idfields.migrations.convert.model import (
-    DB_FUNCTIONS,
     IdColumn,
     Index,
     KeyInfo,
@@ -177,7 +176,6 @@ def _inline(execute: Callable[[str], list[tuple[Any, ...]]]) -> Query:
 
 
 __all__ = [
-    "DB_FUNCTIONS",
     "Dialect",
     "IdColumn",
     "Index",

@@ -14,14 +14,12 @@ from typing import Literal
 from idfields.errors import LayoutError
 from idfields.layouts import Layout, Timestamp, get_layout
 from idfields.migrations.convert.quoting import Dialect, check_dialect
+from idfields.sql.catalog import functions_of
 
 KeyKind = Literal["serial", "identity", "auto_increment", "none"]
 KEY_KINDS: tuple[KeyKind, ...] = ("serial", "identity", "auto_increment", "none")
 Generation = Literal["app", "db"]
 INTEGER_TYPES = ("smallint", "integer", "bigint")
-
-# The database-side function for each layout that may take over a key with generation="db".
-DB_FUNCTIONS = {"snowflake": "idfields.next_snowflake()"}
 
 # New IDs must exceed max(id) even from a host whose clock is this far behind.
 CLOCK_SLACK_NS = 86_400 * 10**9
@@ -155,17 +153,17 @@ class Target:
         check_layout(resolved)
         if generation not in ("app", "db"):
             raise ValueError(f"generation={generation!r} is unknown; use 'app' or 'db'")
-        if generation == "db" and resolved.name not in DB_FUNCTIONS:
-            raise ValueError(
-                f"generation='db' needs a database-side function for layout {resolved.name!r}; "
-                f"there is one for {', '.join(DB_FUNCTIONS)}. Use generation='app'"
-            )
+        if generation == "db":
+            try:
+                functions_of(resolved)
+            except LayoutError as error:
+                raise ValueError(f"generation='db': {error}; or use generation='app'") from None
         lock_timeout_ms(lock_timeout)
         return cls(resolved, "db" if generation == "db" else "app", lock_timeout)
 
     @property
     def db_default(self) -> str:
-        return DB_FUNCTIONS[self.layout.name]
+        return functions_of(self.layout).next_call
 
     def first_id(self, now_ns: int | None = None) -> int:
         """The smallest ID the layout can issue from ``now_ns`` less the clock slack on."""

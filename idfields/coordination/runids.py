@@ -1,4 +1,5 @@
-"""Run ids from a coordinator, as the chibrary post ends up doing (the ``runid`` layout).
+"""Run ids from a coordinator (the ``runid`` layout), as Chibrary's call numbers end up doing
+(Peter Harkins, "Distributed ID Generation and Bit Packing").
 
 A process asks the coordinator for a run id when it starts and whenever it has used up the
 run's sequence (16,384 IDs for ``runid``; CounterGenerator calls ``acquire`` again then). The
@@ -9,7 +10,8 @@ crashes; a process never has to report back at its end.
 
 from __future__ import annotations
 
-from idfields.coordination import Database, next_value
+from idfields.coordination.counters import next_value
+from idfields.coordination.database import Database
 from idfields.errors import LayoutExhausted, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
