@@ -24,6 +24,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from benchmarks.processes import gather
 from benchmarks.report import run_alone
 from benchmarks.rows import Row, make_row
 from benchmarks.timing import Paired, paired, paired_rows, seconds
@@ -98,16 +99,9 @@ def _host_shared(folder: str, per_process: int, processes: int) -> float:
         return _rate(alone, per_process)
     context = get_context("fork")
     barrier = context.Barrier(processes)
-    times = context.SimpleQueue()
-    workers = [
-        context.Process(target=_shared_worker, args=(path, per_process, barrier, times))
-        for _ in range(processes)
-    ]
-    for worker in workers:
-        worker.start()
-    spans: list[tuple[float, float]] = [times.get() for _ in workers]
-    for worker in workers:
-        worker.join()
+    spans: list[tuple[float, float]] = gather(
+        context, _shared_worker, (path, per_process, barrier), processes
+    )
     wall = max(end for _, end in spans) - min(start for start, _ in spans)
     return per_process * processes / wall
 

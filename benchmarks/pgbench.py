@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from benchmarks.processes import gather
+
 _TPS = re.compile(r"^tps = ([0-9.]+) \(without initial connection time\)", re.MULTILINE)
 
 
@@ -87,16 +89,11 @@ def _client(
 
 
 def _python_tps(url: str, options: str, statement: str, clients: int, seconds: float) -> float:
-    context = multiprocessing.get_context("spawn")
-    out = context.SimpleQueue()
     start = time.time() + 1.0
-    workers = [
-        context.Process(target=_client, args=(url, options, statement, seconds, start, out))
-        for _ in range(clients)
-    ]
-    for worker in workers:
-        worker.start()
-    results: list[tuple[int, float]] = [out.get() for _ in workers]
-    for worker in workers:
-        worker.join()
+    results: list[tuple[int, float]] = gather(
+        multiprocessing.get_context("spawn"),
+        _client,
+        (url, options, statement, seconds, start),
+        clients,
+    )
     return sum(done for done, _ in results) / max(spent for _, spent in results)

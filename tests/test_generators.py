@@ -21,7 +21,6 @@ from generator_support import (
     FakeClock,
     OneNode,
     PureTimeGenerator,
-    StuckClock,
     fresh_node,
 )
 
@@ -212,21 +211,6 @@ def test_a_step_back_slightly_past_the_bound_waits_a_bounded_time() -> None:
     second = generator()
     assert second > first
     assert 14 * MS <= clock.slept_ns <= 16 * MS  # waited until 5 ms of skew were left
-
-
-def test_a_stuck_clock_raises_after_max_wait_instead_of_hanging() -> None:
-    clock = StuckClock()
-    generator = make_generator(
-        "snowflake",
-        node=fresh_node(),
-        clock=clock,
-        sleep=clock.sleep,
-        max_skew_ns=2 * MS,
-        max_wait_ns=10 * MS,
-    )
-    with pytest.raises(ClockMovedBackwards):
-        generator.take(4096 * 20)
-    assert clock.slept_ns <= 10 * MS
 
 
 def test_exhausted_tick_runs_ahead_then_waits_within_the_bound() -> None:

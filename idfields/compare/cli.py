@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from idfields.errors import IdFieldsError
+
+if TYPE_CHECKING:
+    from idfields.compare.report import Report
 
 HELP = "insert N rows keyed by AUTO_INCREMENT, k-sorted IDs and UUIDs; compare speed and size"
 
@@ -17,10 +21,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="postgresql://..., mysql://... or sqlite:///file.db (default: a temporary SQLite "
         "database)",
     )
-    parser.add_argument("--rows", type=_rows, default=10_000, help="rows per table (10,000)")
+    parser.add_argument(
+        "--rows", type=_whole_number("--rows", 10), default=10_000, help="rows per table (10,000)"
+    )
     parser.add_argument(
         "--repeat",
-        type=_repeat,
+        type=_whole_number("--repeat", 1),
         default=3,
         help="runs of each strategy, interleaved; the table shows median and spread (3)",
     )
@@ -44,16 +50,8 @@ def add_compare_command(subparsers: Any, **parser_options: Any) -> argparse.Argu
 
 def run_document(args: argparse.Namespace) -> dict[str, Any]:
     """Run the comparison for parsed arguments; bad input raises IdFieldsError (exit 2)."""
-    from idfields.compare.runner import run_comparison
-
     try:
-        report = run_comparison(
-            args.database_url,
-            args.rows,
-            args.out,
-            progress=not args.no_progress,
-            repeat=args.repeat,
-        )
+        report = _compare(args)
     except ValueError as error:
         raise IdFieldsError(str(error)) from None
     document = report.to_dict()
@@ -71,16 +69,8 @@ def render_document(document: dict[str, Any]) -> str:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run, print the table (rich when installed), return the exit status."""
-    from idfields.compare.runner import run_comparison
-
     try:
-        report = run_comparison(
-            args.database_url,
-            args.rows,
-            args.out,
-            progress=not args.no_progress,
-            repeat=args.repeat,
-        )
+        report = _compare(args)
     except ValueError as error:
         print(f"idfields compare: {error}", file=sys.stderr)
         return 2
@@ -90,21 +80,32 @@ def run_cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def _rows(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--rows takes a whole number, got {text!r}") from None
-    if value < 10:
-        raise argparse.ArgumentTypeError(f"--rows must be at least 10, got {value}")
-    return value
+def _compare(args: argparse.Namespace) -> Report:
+    """The comparison the parsed arguments ask for (the runner is imported only when one runs)."""
+    from idfields.compare.runner import run_comparison
+
+    return run_comparison(
+        args.database_url,
+        args.rows,
+        args.out,
+        progress=not args.no_progress,
+        repeat=args.repeat,
+    )
 
 
-def _repeat(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--repeat takes a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--repeat must be at least 1, got {value}")
-    return value
+def _whole_number(option: str, minimum: int) -> Callable[[str], int]:
+    """An argparse ``type`` for ``option``: a whole number of at least ``minimum``, else an
+    error that names the option and what it got."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{option} takes a whole number, got {text!r}"
+            ) from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{option} must be at least {minimum}, got {value}")
+        return value
+
+    return parse

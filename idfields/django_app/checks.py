@@ -47,7 +47,7 @@ from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
 
 HORIZON = timedelta(days=3653)  # "runs out within 10 years"
-# Integer columns that cannot hold a 63-bit ID.
+# Django's names (model and introspection) for integer columns too narrow for a 63-bit ID.
 NARROW_INTEGERS = frozenset(
     {
         "AutoField",

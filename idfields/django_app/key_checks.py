@@ -28,19 +28,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.utils.module_loading import import_string
 
+from idfields.django_app.checks import NARROW_INTEGERS
 from idfields.django_app.fields import KSortedFieldMixin, id_field_of
-
-# Django's names for the integer columns too narrow for a 63-bit ID (introspection's view).
-NARROW = frozenset(
-    {
-        "AutoField",
-        "IntegerField",
-        "PositiveIntegerField",
-        "PositiveSmallIntegerField",
-        "SmallAutoField",
-        "SmallIntegerField",
-    }
-)
 
 _INSTALLED = {Path(sysconfig.get_path(name)).resolve() for name in ("purelib", "platlib")}
 
@@ -144,7 +133,8 @@ def _id_columns(model: type[Model]) -> Iterator[Field[Any, Any]]:
         if fk_field is None or getattr(private, "mti_inherited", False):
             continue
         object_id = model._meta.get_field(fk_field)
-        if object_id.get_internal_type() not in NARROW:  # narrow in the model: E020 says so
+        # Narrow in the model already: E020 says so.
+        if object_id.get_internal_type() not in NARROW_INTEGERS:
             yield object_id  # type: ignore[misc]
 
 
@@ -161,7 +151,7 @@ def _column_kinds(
                 if (table, info.name) not in wanted:
                     continue
                 kind = introspection.get_field_type(info.type_code, info)
-                if kind in NARROW:
+                if kind in NARROW_INTEGERS:
                     found[table, info.name] = kind
     return found
 

@@ -279,10 +279,9 @@ def _sequence(shape: _Shape) -> str:
     return f"NULLIF(pg_catalog.current_setting({setting}, true), '')::oid::regclass"
 
 
-def _slow_path(shape: _Shape, now: str) -> str:
-    arguments = [
-        _literal(shape.name),
-        now,
+def _geometry(shape: _Shape) -> list[str]:
+    """The layout's geometry as SQL literals, in the order every slow-path signature takes it."""
+    values = [
         shape.epoch_us,
         shape.unit_us,
         shape.ts_bits,
@@ -297,7 +296,12 @@ def _slow_path(shape: _Shape, now: str) -> str:
         shape.max_ahead,
         shape.lease_ms,
     ]
-    return f"idfields.time_slow_path({', '.join(str(a) for a in arguments)})"
+    return [str(value) for value in values]
+
+
+def _slow_path(shape: _Shape, now: str) -> str:
+    arguments = [_literal(shape.name), now, *_geometry(shape)]
+    return f"idfields.time_slow_path({', '.join(arguments)})"
 
 
 def _with_top(shape: _Shape, bits: str) -> str:
@@ -512,26 +516,11 @@ def _render_0002(layout: Layout, shape: _Shape) -> tuple[str, str]:
 def _layout_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
     """SQL 0002's slow-path (and take_ids) arguments: name, lease key, ``now``, the geometry,
     and the lease table the caller's search_path finds."""
-    geometry = [
-        shape.epoch_us,
-        shape.unit_us,
-        shape.ts_bits,
-        shape.ts_shift,
-        str(shape.wraps).lower(),
-        shape.node_shift,
-        shape.node_min,
-        shape.node_max,
-        shape.seq_bits,
-        shape.seq_min,
-        shape.fixed,
-        shape.max_ahead,
-        shape.lease_ms,
-    ]
     return [
         _literal(shape.name),
         _literal(layout.lease_key),
         now,
-        *(str(value) for value in geometry),
+        *_geometry(shape),
         "pg_catalog.to_regclass('idfields_node_lease')",
     ]
 

@@ -58,6 +58,7 @@ def test_threads_after_a_step_back_wait_within_max_wait_and_never_raise(
 
 @pytest.mark.parametrize("core", CORES)
 def test_max_wait_bounds_the_time_actually_slept(core: type[TimeGenerator]) -> None:
+    """A stuck clock raises ClockMovedBackwards after max_wait instead of hanging."""
     clock = StuckClock()
     generator = core(
         "snowflake",

@@ -379,6 +379,16 @@ def lease_rows(connect: Any) -> Iterator[psycopg.Connection]:
     admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
 
 
+def node_claimed_beside(holder: psycopg.Connection, connect: Any) -> int:
+    """The node a new connection's snowflake claims (failing after 0.5 s of lock wait) while
+    ``holder``'s transaction is open; ``holder`` is rolled back afterwards."""
+    try:
+        value = ids_of(connect(options="-c lock_timeout=500"), "next_snowflake", 1)[0]
+    finally:
+        holder.rollback()
+    return SNOWFLAKE.decode(value).values["node"]
+
+
 def test_a_claim_skips_a_row_another_transaction_holds(
     connect: Any, lease_rows: psycopg.Connection
 ) -> None:
@@ -389,11 +399,7 @@ def test_a_claim_skips_a_row_another_transaction_holds(
         "SELECT 1 FROM public.idfields_node_lease WHERE layout = 'snowflake' AND node = 5 "
         "FOR UPDATE"
     )
-    try:
-        value = ids_of(connect(options="-c lock_timeout=500"), "next_snowflake", 1)[0]
-    finally:
-        other.rollback()
-    assert SNOWFLAKE.decode(value).values["node"] == 6
+    assert node_claimed_beside(other, connect) == 6
 
 
 def test_a_claim_does_not_wait_for_a_transaction_that_used_a_generator(
@@ -402,11 +408,7 @@ def test_a_claim_does_not_wait_for_a_transaction_that_used_a_generator(
     fill_but(lease_rows, {5: 0, 6: 0})
     first = connect(autocommit=False)
     ids_of(first, "next_snowflake", 1)  # claims 5 (its row stays locked until commit)
-    try:
-        value = ids_of(connect(options="-c lock_timeout=500"), "next_snowflake", 1)[0]
-    finally:
-        first.rollback()
-    assert SNOWFLAKE.decode(value).values["node"] == 6
+    assert node_claimed_beside(first, connect) == 6
 
 
 def test_a_first_decimalid_waits_for_an_open_first_decimalid_as_the_readme_says(
