@@ -60,12 +60,17 @@ def _idfields_tables(request: pytest.FixtureRequest) -> None:
     """The tables and functions again before each test: the session database is shared with
     suites whose ``metadata.drop_all()`` or fixture teardown drops them."""
     if "pg_kwargs" in request.fixturenames:
-        kwargs = request.getfixturevalue("pg_kwargs")
-        with psycopg.connect(**kwargs, autocommit=True) as conn:
-            conn.execute(TABLES)
-            row = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
-            if row is None or row[0] is None:  # another suite's teardown dropped the functions
-                conn.execute(sql.load(sql.LATEST))
+        with psycopg.connect(**request.getfixturevalue("pg_kwargs"), autocommit=True) as conn:
+            install_if_missing(conn)
+
+
+def install_if_missing(conn: psycopg.Connection[Any]) -> None:
+    """The idfields tables, and the functions unless installed (module fixtures that add user
+    layouts call it first: they run before the per-test fixture above)."""
+    conn.execute(TABLES)
+    row = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
+    if row is None or row[0] is None:  # another suite's teardown dropped the functions
+        conn.execute(sql.load(sql_version()))
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ from psycopg import sql
 from idfields import sql as idsql
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import sql_version
+from tests.pg.conftest import install_if_missing, sql_version
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
 README = Path(__file__).parents[2] / "README.md"
@@ -53,6 +53,7 @@ def repeats(ids: list[int]) -> int:
 @pytest.fixture(scope="module", autouse=True)
 def user_layouts(pg_kwargs: dict[str, object]) -> None:
     with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        install_if_missing(conn)
         for layout in (NARROW, WRAPPING):
             conn.execute(render_layout_function(layout, sql_version())[0].encode())
         conn.execute(

@@ -33,7 +33,7 @@ from idfields.layouts import (
     Timestamp,
 )
 from idfields.sql.layouts import VERSIONS, render_layout_function
-from tests.pg.conftest import TABLES, run_in_threads
+from tests.pg.conftest import TABLES, install_if_missing, run_in_threads
 from tests.pg.sample_layouts import COARSE, EPOCH, FINE, LAYOUTS, NARROW, TAGGED, WRAPPING
 from tests.pg.test_install_ops import MIGRATION as FUNCTIONS_MIGRATION
 from tests.pg.test_install_ops import django_connection, run
@@ -44,6 +44,7 @@ __all__ = ["django_connection"]  # a fixture, imported for the Django tests belo
 @pytest.fixture(scope="module", autouse=True)
 def installed(pg_kwargs: dict[str, object]) -> None:
     with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        install_if_missing(conn)
         for layout in LAYOUTS:
             conn.execute(render_layout_function(layout, idsql.LATEST)[0].encode())
 
