@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from idfields.cli.table import table
 from idfields.coordination import holders
 from idfields.coordination.counters import MAX_LAUNCH_ID, counter_value, current_launch
 from idfields.coordination.database import Database
@@ -51,13 +52,10 @@ def holder_rows(leases: Sequence[LeaseInfo]) -> list[tuple[str, ...]]:
     return rows
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Columns padded to their widest cell."""
-    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
-    return [
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
-    ]
+def holder_table(leases: Sequence[LeaseInfo]) -> str:
+    """:func:`holder_rows` under :data:`HEADERS`, aligned for people; one line when empty."""
+    rows = holder_rows(leases)
+    return table(HEADERS, rows, right=frozenset()) if rows else "no node leases"
 
 
 @dataclass(frozen=True)

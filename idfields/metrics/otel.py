@@ -15,7 +15,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from idfields.coordination import Database
 from idfields.coordination.report import NodeRoom, launch_room, node_room
-from idfields.metrics import generator_stats, live_layouts, logger, subscribe
+from idfields.metrics import GeneratorStats, generator_stats, live_layouts, logger, subscribe
 
 _COUNTED = {
     "lease.claimed": "idfields.lease.claims",
@@ -55,10 +55,16 @@ def instrument(
             histograms[event].record(value, dict(attributes))
 
     meter.create_observable_counter(
-        "idfields.ids.issued", [_issued], unit="{id}", description="IDs issued per generator"
+        "idfields.ids.issued",
+        [_per_generator(lambda s: s.issued)],
+        unit="{id}",
+        description="IDs issued per generator",
     )
     meter.create_observable_gauge(
-        "idfields.clock.run_ahead", [_run_ahead], unit="s", description="last ID's time - clock"
+        "idfields.clock.run_ahead",
+        [_per_generator(lambda s: s.run_ahead_s)],
+        unit="s",
+        description="last ID's time - clock",
     )
     if database is not None:
         observe = _RoomObserver(database)
@@ -70,14 +76,16 @@ def instrument(
     return subscribe(record)
 
 
-def _issued(options: CallbackOptions) -> Iterable[Observation]:
-    for stats in generator_stats():
-        yield Observation(stats.issued, {"layout": stats.layout, "node": stats.node})
+def _per_generator(
+    read: Callable[[GeneratorStats], float],
+) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    """An observable callback reading one figure of every live generator."""
 
+    def observe(options: CallbackOptions) -> Iterable[Observation]:
+        for stats in generator_stats():
+            yield Observation(read(stats), {"layout": stats.layout, "node": stats.node})
 
-def _run_ahead(options: CallbackOptions) -> Iterable[Observation]:
-    for stats in generator_stats():
-        yield Observation(stats.run_ahead_s, {"layout": stats.layout, "node": stats.node})
+    return observe
 
 
 class _RoomObserver:

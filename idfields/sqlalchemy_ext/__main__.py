@@ -11,7 +11,7 @@ from sqlalchemy import create_engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from idfields.coordination import list_leases
-from idfields.coordination.report import HEADERS, format_table, holder_rows, room_line
+from idfields.coordination.report import holder_table, room_line
 from idfields.errors import IdFieldsError
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
@@ -29,8 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         layouts = [get_layout(name) for name in args.layout or ["snowflake"]]
         db = SQLAlchemyDatabase(create_engine(args.url))
         leases = list_leases(db, layouts[0].lease_key if args.layout else None)
-        rows = holder_rows(leases)
-        print("\n".join(format_table(HEADERS, rows)) if rows else "no node leases", end="\n\n")
+        print(holder_table(leases), end="\n\n")
         for layout in layouts:
             print(room_line(db, layout, args.ttl))
     except (IdFieldsError, KeyError, SQLAlchemyError) as error:

@@ -8,6 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from idfields.django_app.conf import get_settings
 from idfields.layouts import get_layout
 from tests.django_project.testapp.models import Author
 
@@ -56,6 +57,8 @@ def test_report_lists_every_layout_in_use_with_its_room() -> None:
     snowflake = text.split("snowflake:")[1].split("\n\n")[0]
     assert "nodes: 1,024" in snowflake and "nodes free: 1,023" in snowflake
     assert "runs out: 2093-" in snowflake and "not JS-safe" in snowflake
+    ttl = get_settings().lease_ttl
+    assert f"restarts absorbed: {1023 / ttl:,.1f}/s from other hosts" in snowflake
     assert "launch " in text.split("decimal:")[1]  # launch ids left, from the launch log
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from idfields.coordination import list_leases
-from idfields.coordination.report import HEADERS, format_table, holder_rows, room_line
+from idfields.coordination.report import holder_table, room_line
 from idfields.django_app.conf import get_settings
 from idfields.django_app.sources import coordination_database
 from idfields.errors import IdFieldsError
@@ -33,9 +33,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from error
         db = coordination_database(database)
         leases = list_leases(db, layouts[0].lease_key if layout else None)
-        rows = holder_rows(leases)
-        for line in format_table(HEADERS, rows) if rows else ["no node leases"]:
-            self.stdout.write(line)
+        self.stdout.write(holder_table(leases))
         self.stdout.write("")
         for resolved in layouts:
             try:

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from idfields.coordination import MAX_LAUNCH_ID, current_launch, list_leases
+from idfields.coordination.report import NodeRoom
 from idfields.django_app.checks import layout_names_in_use
 from idfields.django_app.conf import get_settings
 from idfields.django_app.sources import coordination_database
@@ -68,12 +69,13 @@ def _facts(layout: Layout, state: tuple[dict[str, int], int | None] | None) -> l
     if state is None:
         facts.append("nodes free: unknown (no idfields tables; run migrate)")
     elif layout.timestamp is not None:
-        free = layout.node_count - state[0].get(layout.lease_key, 0)
+        room = NodeRoom(layout, state[0].get(layout.lease_key, 0))
         ttl = get_settings().lease_ttl
-        facts.append(f"nodes free: {free:,}")
+        facts.append(f"nodes free: {room.free:,}")
         facts.append(
-            f"restarts absorbed: {free / ttl:,.1f}/s from other hosts (a dead holder's node "
-            f"lapses {ttl:g} s after its last renewal); same-host restarts reclaim it at once"
+            f"restarts absorbed: {room.restarts_absorbed(ttl):,.1f}/s from other hosts (a dead "
+            f"holder's node lapses {ttl:g} s after its last renewal); same-host restarts reclaim "
+            "it at once"
         )
     elif state[1] is not None:
         facts.append(f"launch {state[1]}: {MAX_LAUNCH_ID - state[1]:,} launch ids left")
