@@ -70,6 +70,16 @@ CORES = (
 )
 """Both hot paths: every hostile scenario runs against each."""
 
+COUNTER_CORES = (
+    [
+        pytest.param(CounterGenerator, id="counter-compiled"),
+        pytest.param(PureCounterGenerator, id="counter-pure"),
+    ]
+    if COMPILED
+    else [pytest.param(CounterGenerator, id="counter-pure")]
+)
+"""Both hot paths of the layouts without a clock (DecimalId, runid)."""
+
 _fresh_nodes = itertools.count(300)
 
 
