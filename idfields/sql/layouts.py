@@ -20,6 +20,8 @@ Version 0002 (over SQL 0002) binds every name when the functions are created (BE
 bodies, installed under a pinned search_path), leaves the caller's ``lastval()`` alone
 (currval()/setval()), leases under the layout's :attr:`~Layout.lease_key` like the app, revokes
 the ``_at`` test hook from PUBLIC and adds ``idfields.take_<name>(n)`` for bulk loads.
+Version 0003 (over SQL 0003) is 0002's with the first read of the switch in a row falling back
+to ``idfields.resume_time()``: a transaction's first ID resumes the session's claim in SQL.
 """
 
 from __future__ import annotations

@@ -152,7 +152,7 @@ def test_a_read_only_transaction_after_ids_gets_the_idfields_error(
     one_id(conn, function)
     conn.commit()
     conn.execute("SET TRANSACTION READ ONLY")
-    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="^idfields: cannot issue"):
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match=r"^idfields: cannot issue"):
         one_id(conn, function)
     conn.rollback()
 
