@@ -83,6 +83,22 @@ def load_drop(version: str) -> str:
     return _read(version, ".drop")
 
 
+def load_leftovers(version: str, replaced_by: str) -> str:
+    """What ``version`` installed that ``replaced_by`` does not: its drop statements missing
+    from ``replaced_by``'s drop file, in their order. Run after ``load(replaced_by)`` over
+    ``version`` (a downgrade), so the next step back finds only its own functions."""
+    kept = set(_drop_statements(replaced_by))
+    return "".join(
+        f"{statement};\n" for statement in _drop_statements(version) if statement not in kept
+    )
+
+
+def _drop_statements(version: str) -> list[str]:
+    """The statements of a drop file, comments stripped and whitespace made single spaces."""
+    lines = (line.split("--", 1)[0] for line in load_drop(version).splitlines())
+    return [" ".join(part.split()) for part in " ".join(lines).split(";") if part.strip()]
+
+
 def _read(version: str, suffix: str) -> str:
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
         raise ValueError(f"SQL version must be four digits such as '0001', got {version!r}")

@@ -25,6 +25,24 @@ def installed(url: DbUrl) -> bool:
     return found is not None and found[0] is not None
 
 
+def idfields_objects(url: DbUrl) -> set[str]:
+    """Every function and relation in schema idfields (empty when the schema is gone)."""
+    with psycopg.connect(**url.psycopg_kwargs()) as conn:
+        rows = conn.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc AS p "
+            "WHERE p.pronamespace = to_regnamespace('idfields') "
+            "UNION ALL SELECT c.oid::regclass::text FROM pg_class AS c "
+            "WHERE c.relnamespace = to_regnamespace('idfields')"
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def schema_exists(url: DbUrl) -> bool:
+    with psycopg.connect(**url.psycopg_kwargs()) as conn:
+        row = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
+    return row is not None and row[0] is not None
+
+
 def generates(url: DbUrl) -> list[int]:
     with psycopg.connect(**url.psycopg_kwargs(), autocommit=True) as conn:
         conn.execute(TABLES)
@@ -91,9 +109,50 @@ def test_django_upgrade_reverses_to_the_previous_version(
     upgrade = InstallIdFunctions(sql.LATEST, from_version=sql.available()[0])
     assert "Upgrade" in upgrade.describe()
     run(django_connection, upgrade, "forwards")
-    run(django_connection, upgrade, "backwards")  # restores from_version, drops nothing
+    run(
+        django_connection, upgrade, "backwards"
+    )  # restores from_version, drops only LATEST's additions
     assert installed(empty_database)
     assert generates(empty_database)
+
+
+def test_django_app_migrations_reverse_step_by_step_to_nothing(
+    django_connection: Any, empty_database: DbUrl
+) -> None:
+    """Each reversed step leaves exactly what its predecessor installed: no function the later
+    version added stays behind, so the last step's DROP SCHEMA idfields succeeds."""
+    from importlib import import_module
+
+    names = ["0002_idfields_functions_0002", "0003_idfields_functions_0003"]
+    steps = [import_module(f"idfields.django_app.migrations.{name}").Migration for name in names]
+    left_by: list[set[str]] = []
+    for step in steps:
+        left_by.append(idfields_objects(empty_database))
+        for operation in step.operations:
+            run(django_connection, operation, "forwards")
+    assert generates(empty_database)
+    for step, before in zip(reversed(steps), reversed(left_by), strict=True):
+        for operation in reversed(step.operations):
+            run(django_connection, operation, "backwards")
+        assert idfields_objects(empty_database) == before
+    assert not schema_exists(empty_database)
+
+
+@pytest.mark.parametrize(("older", "newer"), [("0001", "0002"), ("0002", "0003"), ("0001", "0003")])
+def test_django_downgrade_leaves_exactly_the_older_version(
+    django_connection: Any, empty_database: DbUrl, older: str, newer: str
+) -> None:
+    from idfields.migrations.django import InstallIdFunctions
+
+    run(django_connection, InstallIdFunctions(older), "forwards")
+    installed_alone = idfields_objects(empty_database)
+    upgrade = InstallIdFunctions(newer, from_version=older)
+    run(django_connection, upgrade, "forwards")
+    run(django_connection, upgrade, "backwards")
+    assert idfields_objects(empty_database) == installed_alone
+    assert generates(empty_database)
+    run(django_connection, InstallIdFunctions(older), "backwards")
+    assert not schema_exists(empty_database)
 
 
 def test_django_collected_sql_is_the_versioned_file_and_runs(
@@ -191,7 +250,7 @@ def test_alembic_ops_reverse_each_other() -> None:
     assert isinstance(install.reverse(), DropIdFunctionsOp)
     assert isinstance(install.reverse().reverse(), InstallIdFunctionsOp)
     upgrade = InstallIdFunctionsOp("0001", from_version="0001").reverse()
-    assert isinstance(upgrade, InstallIdFunctionsOp) and upgrade.from_version is None
+    assert isinstance(upgrade, InstallIdFunctionsOp) and upgrade.from_version == "0001"
     with pytest.raises(ValueError, match="no SQL version '9999'"):
         InstallIdFunctionsOp("0001", from_version="9999")
 
@@ -233,3 +292,22 @@ def test_alembic_online_upgrade_0001_to_0002_in_place(
     assert ids == sorted(set(ids))
     command.downgrade(config, "base")
     assert not installed(empty_database)
+
+
+def test_alembic_downgrade_of_an_upgrade_drops_what_the_newer_version_added(
+    empty_database: DbUrl, tmp_path: Path
+) -> None:
+    from idfields.migrations.alembic.functions import InstallIdFunctionsOp
+
+    reverse = InstallIdFunctionsOp("0003", from_version="0002").reverse()
+    assert isinstance(reverse, InstallIdFunctionsOp)
+    assert (reverse.version, reverse.from_version) == ("0002", "0003")
+    steps = alembic_env.migration(
+        'op.install_id_functions("0002")\n    op.install_id_functions("0003", from_version="0002")',
+        'op.install_id_functions("0002", from_version="0003")\n    op.drop_id_functions("0002")',
+    )
+    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), steps)
+    command.upgrade(config, "head")
+    assert generates(empty_database)
+    command.downgrade(config, "base")
+    assert not schema_exists(empty_database)

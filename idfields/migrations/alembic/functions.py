@@ -7,7 +7,9 @@ top of them.
 The SQL is the immutable versioned file the migration names, emitted through
 ``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only: on other
 dialects the operations do nothing. A downgrade reverses an install with
-``op.drop_id_functions(version)``, an upgrade with ``op.install_id_functions(from_version)``.
+``op.drop_id_functions(version)``, an upgrade with
+``op.install_id_functions(from_version, from_version=version)``: that restores the older
+version and drops what only the newer one has, so the next step back can drop the schema.
 From SQL 0002 on the functions name the idfields tables' schema: ``lease_schema``, or (online)
 the one copy on the connection's search_path; none or two copies are refused.
 """
@@ -31,7 +33,8 @@ def _released(version: str) -> str:
 
 @Operations.register_operation("install_id_functions")
 class InstallIdFunctionsOp(MigrateOperation):
-    """Install SQL ``version``; with ``from_version`` the reverse restores that version."""
+    """Install SQL ``version`` over ``from_version`` (either older or newer) and drop what
+    only ``from_version`` has; the reverse goes back the same way."""
 
     def __init__(
         self, version: str, from_version: str | None = None, lease_schema: str | None = None
@@ -53,7 +56,7 @@ class InstallIdFunctionsOp(MigrateOperation):
 
     def reverse(self) -> MigrateOperation:
         if self.from_version is not None:
-            return InstallIdFunctionsOp(self.from_version, lease_schema=self.lease_schema)
+            return InstallIdFunctionsOp(self.from_version, self.version, self.lease_schema)
         return DropIdFunctionsOp(self.version)
 
 
@@ -147,9 +150,12 @@ def _install(operations: Operations, operation: InstallIdFunctionsOp) -> None:
     if operations.get_context().dialect.name != "postgresql":
         return
     if not sql.needs_lease_schema(operation.version):
-        _execute(operations, sql.load(operation.version))
-        return
-    _execute(operations, sql.load(operation.version, _lease_schema(operations, operation)))
+        script = sql.load(operation.version)
+    else:
+        script = sql.load(operation.version, _lease_schema(operations, operation))
+    if operation.from_version is not None:
+        script += sql.load_leftovers(operation.from_version, operation.version)
+    _execute(operations, script)
 
 
 @Operations.implementation_for(DropIdFunctionsOp)

@@ -47,7 +47,8 @@ class _ScriptOperation(IdFieldsOperation):
 
 
 class InstallIdFunctions(IdFieldsOperation):
-    """Install SQL version ``version``; with ``from_version``, upgrade from it (and back).
+    """Install SQL version ``version``; with ``from_version``, upgrade from it (and back: the
+    reverse restores ``from_version`` and drops what only ``version`` has).
 
     ``lease_schema`` names the schema of the idfields tables (from SQL 0002 on); left out, the
     operation finds the one copy on the connection's search_path when it runs, and refuses none
@@ -79,7 +80,7 @@ class InstallIdFunctions(IdFieldsOperation):
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
         if self.allowed(app_label, schema_editor):
-            execute(schema_editor, self._script(self.version, schema_editor))
+            execute(schema_editor, self._replace(self.from_version, self.version, schema_editor))
 
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
@@ -89,7 +90,13 @@ class InstallIdFunctions(IdFieldsOperation):
         if self.from_version is None:
             execute(schema_editor, sql.load_drop(self.version))
         else:
-            execute(schema_editor, self._script(self.from_version, schema_editor))
+            execute(schema_editor, self._replace(self.version, self.from_version, schema_editor))
+
+    def _replace(self, old: str | None, new: str, schema_editor: BaseDatabaseSchemaEditor) -> str:
+        """``new`` installed over ``old``, then what only ``old`` had dropped: a downgrade
+        leaves exactly ``new``'s functions, so reversing ``new`` can drop the schema."""
+        script = self._script(new, schema_editor)
+        return script if old is None else script + sql.load_leftovers(old, new)
 
     def _script(self, version: str, schema_editor: BaseDatabaseSchemaEditor) -> str:
         if not sql.needs_lease_schema(version):
