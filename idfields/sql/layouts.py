@@ -20,8 +20,9 @@ Version 0002 (over SQL 0002) binds every name when the functions are created (BE
 bodies, installed under a pinned search_path), leaves the caller's ``lastval()`` alone
 (currval()/setval()), leases under the layout's :attr:`~Layout.lease_key` like the app, revokes
 the ``_at`` test hook from PUBLIC and adds ``idfields.take_<name>(n)`` for bulk loads.
-Version 0003 (over SQL 0003) is 0002's with the first read of the switch in a row falling back
-to ``idfields.resume_time()``: a transaction's first ID resumes the session's claim in SQL.
+Version 0003 (over SQL 0003) inlines only the common case (the next ID in the validated tick)
+and calls ``idfields.time_next()`` for the rest: the transaction's first ID (which resumes the
+session's claim without the slow path), a new tick, the slow path.
 """
 
 from __future__ import annotations
@@ -484,7 +485,7 @@ _UNPIN = (
 def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]:
     """0002's functions: names bound at creation under a pinned search_path, the position
     advanced with currval()/setval(), the slow path of SQL 0002 with the layout's lease key;
-    from 0003 a transaction's first read of the switch resumes the session's claim in SQL."""
+    from 0003 only the common case is inlined, the rest is ``idfields.time_next()``."""
     clock = _clock(shape)
     render = _render_wrapping_0002 if shape.wraps else _render_growing_0002
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
@@ -532,25 +533,32 @@ def _slow_path_0002(layout: Layout, shape: _Shape, now: str) -> str:
     return f"idfields.time_slow_path({', '.join(_layout_arguments(layout, shape, now))})"
 
 
-def _first_read(shape: _Shape, now: str, version: str) -> str:
-    """The sequence at a row's first read: from 0003, when the transaction-local switch is not
-    set yet, ``idfields.resume_time()`` of SQL 0003 sets it if the session's claim holds."""
-    if version == "0002":
-        return _sequence(shape)
-    setting = _literal(f"idfields.{shape.name}")
-    geometry = [shape.ts_bits, shape.ts_shift, str(shape.wraps).lower(), shape.node_shift]
-    geometry += [shape.seq_bits, shape.fixed, shape.max_ahead]
-    arguments = ", ".join([_literal(shape.name), now, *map(str, geometry)])
-    return (
-        f"COALESCE(NULLIF(pg_catalog.current_setting({setting}, true), '')::oid,\n"
-        f"            idfields.resume_time({arguments}))::regclass"
-    )
+def _next_0003(layout: Layout, shape: _Shape, now: str) -> str:
+    """SQL 0003's ``idfields.time_next()``: everything but the hot path's common case (the
+    transaction's first ID, a new tick, the slow path) behind one PL/pgSQL call."""
+    arguments = [*_layout_arguments(layout, shape, now), str(shape.top)]
+    return f"idfields.time_next({', '.join(arguments)})"
+
+
+def _render_0003(layout: Layout, shape: _Shape, now: str, test: str) -> str:
+    """The hot path of SQL 0003: only the common case inline (the candidate passes ``test``,
+    written over ``{candidate}``), so a statement plans and sets up as few nodes as can be."""
+    sequence = _sequence(shape)
+    candidate = f"pg_catalog.currval({sequence}) + 1"
+    return f"""    SELECT CASE
+        WHEN {test.format(candidate=candidate)}
+        THEN pg_catalog.setval({sequence}, {candidate})
+        ELSE {_next_0003(layout, shape, now)}
+    END"""
 
 
 def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
     """_render_growing over the last issued ID (currval) instead of a fresh one (nextval)."""
     s, sequence = shape.ts_shift, _sequence(shape)
-    first = f"pg_catalog.currval({_first_read(shape, now, version)})"
+    window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
+    if version != "0002":
+        return _render_0003(layout, shape, now, f"(({{candidate}} - {window}")
+    first = f"pg_catalog.currval({sequence})"
     last = f"pg_catalog.currval({sequence})"
     last_tick = f"({last} >> {s})"
     if shape.top:
@@ -560,7 +568,7 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) 
     limit = _literal(f"idfields.{shape.name}_limit")
     return f"""    SELECT CASE
         WHEN (({first} + 1
-            - {_with_top(shape, f"({now} << {s})")}) & {_SIGN | shape.seq_mask}) > 0
+            - {window}
         THEN pg_catalog.setval({sequence}, {last} + 1)
         WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
             THEN ({last} & {shape.seq_mask}) <> {shape.seq_mask} END
@@ -574,13 +582,17 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) 
 def _render_wrapping_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
     """_render_wrapping over the last issued ID (currval) instead of a fresh one (nextval)."""
     s, period_mask, sequence = shape.ts_shift, (1 << shape.ts_bits) - 1, _sequence(shape)
-    first = f"pg_catalog.currval({_first_read(shape, now, version)})"
     last = f"pg_catalog.currval({sequence})"
     kept = ((period_mask - 1) << s) | shape.seq_mask
+    window = (
+        f"{_with_top(shape, f'(({now} & {period_mask}) << {s})')}) & {kept}) - 1)\n"
+        f"            & {-(1 << shape.seq_bits)}) = 0"
+    )
+    if version != "0002":
+        return _render_0003(layout, shape, now, f"(((({{candidate}} - {window}")
     return f"""    SELECT CASE
-        WHEN (((({first} + 1
-            - {_with_top(shape, f"(({now} & {period_mask}) << {s})")}) & {kept}) - 1)
-            & {-(1 << shape.seq_bits)}) = 0
+        WHEN (((({last} + 1
+            - {window}
         THEN pg_catalog.setval({sequence}, {last} + 1)
         ELSE {_slow_path_0002(layout, shape, now)}
     END"""

@@ -17,8 +17,8 @@ DROP FUNCTION IF EXISTS idfields.next_traceid();
 DROP FUNCTION IF EXISTS idfields.next_traceid_at(bigint);
 DROP FUNCTION IF EXISTS idfields.next_snowflake();
 DROP FUNCTION IF EXISTS idfields.next_snowflake_at(bigint);
-DROP FUNCTION IF EXISTS idfields.resume_time(text, bigint, integer, integer, boolean, integer,
-    integer, bigint, bigint);
+DROP FUNCTION IF EXISTS idfields.time_next(text, text, bigint, bigint, bigint, integer, integer,
+    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint);
 DROP FUNCTION IF EXISTS idfields.take_ids(text, text, bigint, bigint, bigint, integer, integer,
     boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.time_slow_path(text, bigint, bigint, bigint, integer, integer,

@@ -6,9 +6,9 @@
 --
 -- WHAT CHANGED SINCE 0002 (tests/pg/test_resume.py):
 -- * A transaction's first ID no longer runs the PL/pgSQL slow path when the session's claim
---   still holds: the hot path's first read of its transaction-local switch falls back to
---   idfields.resume_time() (resume_decimalid()), plain SQL inlined into the statement, which
---   checks what the slow path would (the claim is on this very temporary sequence, the
+--   still holds: the hot path's first read of its transaction-local switch finds it unset and
+--   calls idfields.time_next() (for decimalid: falls back to resume_decimalid(), plain SQL
+--   inlined into the statement), which checks what the slow path would (the claim is on this very temporary sequence, the
 --   transaction may write, the search_path finds the claim's lease table or none, the last ID
 --   is on the claim's node, neither the clock nor that ID is past the lease's renewal limit,
 --   the ID is not ahead of the clock by more than max_ahead) and sets the switch. Anything
@@ -16,6 +16,12 @@
 --   a session setting, set with the claim on every slow-path call, so a rollback (of the
 --   transaction or to a savepoint) reverts both with the lease row; the claim records the
 --   lease table's OID as a sixth field.
+-- * The inlined hot path holds only the common case (the next ID in the validated tick);
+--   the rest (first ID of a transaction, a new tick, the slow path) is one call of the
+--   PL/pgSQL idfields.time_next(), whose plans the session caches. A statement's planning and
+--   executor start-up grow with every inlined node (PostgreSQL decompresses and parses the
+--   stored body of every inlined function per plan): single-row INSERTs plan in about a
+--   quarter of 0002's time, and a bulk INSERT is no longer costed past the JIT threshold.
 -- * DISCARD TEMP (or dropping pg_temp.idfields_*) inside a transaction that already issued a
 --   database-side ID still fails that transaction's next call with PostgreSQL's "could not
 --   open relation with OID" (XX000): the switch is read per row, and no SQL check of it is
@@ -403,94 +409,105 @@ BEGIN
 END
 $$;
 
--- A transaction's first call goes on with the session's claim without the slow path when the
--- slow path would only have confirmed it: plain SQL, inlined into the hot path (the PL/pgSQL
--- slow path costs a transaction tens of microseconds just to start). The claim is on this very
--- sequence (not dropped or recreated since), the transaction may write, the search_path finds
--- no other lease table than the claim's, the sequence's last ID is on the claim's node, and
--- neither the clock nor that ID's tick is past the claim's limit (nor the ID ahead of the
--- clock by max_ahead): then it sets the transaction-local switch (so this call and the next
--- ones read it) and returns the sequence's OID; else NULL, and the slow path runs as before.
--- setval() of its own last value makes currval() defined again after DISCARD SEQUENCES.
-CREATE OR REPLACE FUNCTION idfields.resume_time(
-    layout text, now_tick bigint, ts_bits integer, ts_shift integer, wraps boolean,
-    node_shift integer, seq_bits integer, fixed bigint, max_ahead bigint
-) RETURNS oid
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE
-        WHEN pg_catalog.split_part(pg_catalog.current_setting(
-                'idfields.' || layout || '_lease', true), ':', 4)
-            = pg_catalog.to_regclass('pg_temp.idfields_' || layout)::oid::text
+-- Everything but the hot path's common case, behind one call: the transaction's first ID
+-- (the switch is not set yet: it is set here when the session's claim holds), an ID in
+-- a new tick inside the validated window, and the slow path for anything else. PL/pgSQL, so
+-- the statement that inlines the hot path neither plans nor sets up these branches (its
+-- planning and executor start-up grow with every inlined node), and its plans are cached for
+-- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
+-- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp.
+CREATE OR REPLACE FUNCTION idfields.time_next(
+    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass, top bigint
+) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.' || layout, true), '')::oid;
+    seq_mask bigint := (1::bigint << seq_bits) - 1;
+    period_mask bigint := (1::bigint << ts_bits) - 1;
+    claim text[];
+    lim bigint;
+    last bigint;
+BEGIN
+    -- The transaction's first ID goes on with the session's claim when the slow path would
+    -- only confirm it: the claim is on this very sequence (not dropped or recreated since),
+    -- the transaction may write, the caller's search_path finds no other lease table than the
+    -- claim's, the sequence's last ID is on the claim's node, and neither the clock nor that
+    -- ID's tick is past the claim's limit (nor the ID ahead of the clock by max_ahead). Then
+    -- it sets the transaction-local switch, which the hot path reads from now on; anything
+    -- else takes the slow path. setval() of its own last value makes currval() defined again
+    -- after DISCARD SEQUENCES.
+    IF seq IS NULL THEN
+        claim := pg_catalog.string_to_array(
+            pg_catalog.current_setting('idfields.' || layout || '_lease', true), ':');
+        lim := NULLIF(pg_catalog.current_setting('idfields.' || layout || '_limit', true), '');
+        IF claim[4] = pg_catalog.to_regclass('pg_temp.idfields_' || layout)::oid::text
             AND pg_catalog.current_setting('transaction_read_only') = 'off'
-            AND pg_catalog.split_part(pg_catalog.current_setting(
-                'idfields.' || layout || '_lease', true), ':', 6)
-            = COALESCE(pg_catalog.to_regclass('idfields_node_lease')::oid::text,
-                pg_catalog.split_part(pg_catalog.current_setting(
-                    'idfields.' || layout || '_lease', true), ':', 6))
-            AND NULLIF(pg_catalog.current_setting(
-                'idfields.' || layout || '_limit', true), '') IS NOT NULL
-        THEN CASE
-            WHEN pg_catalog.setval(pg_catalog.split_part(pg_catalog.current_setting(
-                    'idfields.' || layout || '_lease', true), ':', 4)::oid::regclass,
-                pg_catalog.pg_sequence_last_value(pg_catalog.split_part(
-                    pg_catalog.current_setting('idfields.' || layout || '_lease', true),
-                    ':', 4)::oid::regclass))
-                & (9223372036854775807 # (((1::bigint << ts_bits) - 1) << ts_shift)
-                    # ((1::bigint << seq_bits) - 1))
-                = (pg_catalog.split_part(pg_catalog.current_setting(
-                    'idfields.' || layout || '_lease', true), ':', 1)::bigint << node_shift)
-                    | fixed
-                AND (wraps OR ((pg_catalog.currval(pg_catalog.split_part(
-                        pg_catalog.current_setting('idfields.' || layout || '_lease', true),
-                        ':', 4)::oid::regclass) >> ts_shift) & ((1::bigint << ts_bits) - 1))
-                    < pg_catalog.current_setting('idfields.' || layout || '_limit')::bigint)
-            THEN CASE
-                WHEN pg_catalog.int8range(CASE WHEN NOT wraps THEN
-                        ((pg_catalog.currval(pg_catalog.split_part(pg_catalog.current_setting(
-                            'idfields.' || layout || '_lease', true), ':', 4)::oid::regclass)
-                        >> ts_shift) & ((1::bigint << ts_bits) - 1)) + 1 - max_ahead END,
-                    pg_catalog.current_setting('idfields.' || layout || '_limit')::bigint,
-                    '[]') @> now_tick
-                THEN pg_catalog.set_config('idfields.' || layout, pg_catalog.split_part(
-                    pg_catalog.current_setting('idfields.' || layout || '_lease', true),
-                    ':', 4), true)::oid
-            END
-        END
-    END;
-END;
+            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6]) AND lim IS NOT NULL
+        THEN
+            last := pg_catalog.setval(claim[4]::oid,
+                pg_catalog.pg_sequence_last_value(claim[4]::oid));
+            IF last & (9223372036854775807 # (period_mask << ts_shift) # seq_mask)
+                    = (claim[1]::bigint << node_shift) | fixed
+                AND (wraps OR ((last >> ts_shift) & period_mask) < lim)
+                AND pg_catalog.int8range(CASE WHEN NOT wraps
+                    THEN ((last >> ts_shift) & period_mask) + 1 - max_ahead END, lim, '[]')
+                    @> now_tick
+            THEN
+                seq := pg_catalog.set_config('idfields.' || layout, claim[4], true)::oid;
+            END IF;
+        END IF;
+    END IF;
+    IF seq IS NOT NULL THEN
+        last := pg_catalog.currval(seq);
+        -- The hot path's own test, for the first ID of a transaction (see next_snowflake()).
+        IF (CASE WHEN wraps
+            THEN ((((last + 1 - (((now_tick & period_mask) << ts_shift) | top))
+                & (((period_mask - 1) << ts_shift) | seq_mask)) - 1) & ~seq_mask) = 0
+            ELSE ((last + 1 - ((now_tick << ts_shift) | top))
+                & (-9223372036854775808 | seq_mask)) > 0 END)
+        THEN
+            RETURN pg_catalog.setval(seq, last + 1);
+        END IF;
+        -- A growing layout moves to a new tick itself inside the validated window.
+        IF NOT wraps AND now_tick <= NULLIF(pg_catalog.current_setting(
+                'idfields.' || layout || '_limit', true), '')::bigint
+            AND last & seq_mask <> seq_mask
+        THEN
+            RETURN pg_catalog.setval(seq,
+                (GREATEST(now_tick, ((last >> ts_shift) & period_mask) + 1) << ts_shift)
+                | (last & (((1::bigint << ts_shift) - 1) # seq_mask)) | top | seq_min);
+        END IF;
+    END IF;
+    RETURN idfields.time_slow_path(layout, lease_key, now_tick, epoch_us, unit_us, ts_bits,
+        ts_shift, wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed, max_ahead,
+        lease_ms, visible_lease);
+END
+$$;
 
--- The hot paths: plain SQL that PostgreSQL inlines into the calling statement. The candidate
--- is currval() + 1 of this backend's temporary sequence (found through the transaction-local
--- setting, which the first read in a transaction sets through resume_time() or, failing that,
--- the slow path does); it is issued with setval()
--- while it lies in the tick the slow path validated, not behind the clock, with sequence bits
--- left. snowflake: 41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence; the mask
+-- The hot paths: plain SQL that PostgreSQL inlines into the calling statement, as small as
+-- the common case allows. The candidate is currval() + 1 of this backend's temporary sequence
+-- (found through the transaction-local setting: NULL until the transaction's first call of
+-- time_next() sets it); it is issued with setval() while it lies in the tick the slow path
+-- validated, not behind the clock, with sequence bits left; anything else is time_next()'s.
+-- snowflake: 41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence; the mask
 -- -9223372036854771713 = sign | 4095 (see 0001.sql for the window logic, unchanged).
 CREATE OR REPLACE FUNCTION idfields.next_snowflake_at(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN (pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid, idfields.resume_time('snowflake',
-            now_tick, 41, 22, false, 12, 12, 0, 1000))::regclass) + 1 - (now_tick << 22))
-            & -9223372036854771713 > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
-            pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake_limit', true), '')::bigint
-            THEN pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake', true), '')::oid::regclass) & 4095 <> 4095 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass,
-            (GREATEST(now_tick, (pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake', true), '')::oid::regclass) >> 22) + 1) << 22)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake', true), '')::oid::regclass) & 4190208))
-        ELSE idfields.time_slow_path('snowflake', 'snowflake', now_tick, 1704067200000000,
-            1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
-            pg_catalog.to_regclass('idfields_node_lease'))
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass) + 1 - (now_tick << 22)) & -9223372036854771713) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('snowflake', 'snowflake', now_tick, 1704067200000000, 1000, 41,
+            22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
+            pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 
@@ -498,27 +515,15 @@ CREATE OR REPLACE FUNCTION idfields.next_snowflake() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN (pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid, idfields.resume_time('snowflake',
-            idfields.clock_ms() - 1704067200000, 41, 22, false, 12, 12, 0, 1000))::regclass) + 1
-            - ((idfields.clock_ms() - 1704067200000) << 22)) & -9223372036854771713 > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
-            pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN (idfields.clock_ms() - 1704067200000) <= NULLIF(
-                pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
-            THEN pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake', true), '')::oid::regclass) & 4095 <> 4095 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass,
-            (GREATEST(idfields.clock_ms() - 1704067200000,
-                (pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-                    'idfields.snowflake', true), '')::oid::regclass) >> 22) + 1) << 22)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake', true), '')::oid::regclass) & 4190208))
-        ELSE idfields.time_slow_path('snowflake', 'snowflake',
-            idfields.clock_ms() - 1704067200000, 1704067200000000, 1000, 41, 22, false, 12, 0,
-            1023, 12, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass) + 1 - ((idfields.clock_ms() - 1704067200000) << 22))
+            & -9223372036854771713) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('snowflake', 'snowflake', idfields.clock_ms() - 1704067200000,
+            1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
+            pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 
@@ -526,32 +531,31 @@ END;
 CREATE OR REPLACE FUNCTION idfields.next_traceid_at(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE WHEN ((((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid, idfields.resume_time('traceid',
-            now_tick, 25, 38, true, 22, 22, 0, 1))::regclass) + 1 - ((now_tick & 33554431) << 38))
-            & 9223371487103156223) - 1) & -4194304) = 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
-            pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_slow_path('traceid', 'traceid', now_tick, 0, 1000000, 25, 38, true,
-            22, 0, 65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'))
+    SELECT CASE
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass) + 1 - ((now_tick & 33554431) << 38)) & 9223371487103156223) - 1)
+            & -4194304) = 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.traceid', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('traceid', 'traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
+            65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 
 CREATE OR REPLACE FUNCTION idfields.next_traceid() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE WHEN ((((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid, idfields.resume_time('traceid',
-            idfields.clock_ms() / 1000, 25, 38, true, 22, 22, 0, 1))::regclass) + 1
-            - (((idfields.clock_ms() / 1000) & 33554431) << 38))
+    SELECT CASE
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass) + 1 - (((idfields.clock_ms() / 1000) & 33554431) << 38))
             & 9223371487103156223) - 1) & -4194304) = 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
-            pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_slow_path('traceid', 'traceid', idfields.clock_ms() / 1000, 0,
-            1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
-            pg_catalog.to_regclass('idfields_node_lease'))
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.traceid', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('traceid', 'traceid', idfields.clock_ms() / 1000, 0, 1000000,
+            25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
+            pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 
@@ -633,7 +637,7 @@ BEGIN
 END
 $$;
 
--- decimalid_slow_path()'s going on, inlined (see resume_time): the sequence exists, the
+-- decimalid_slow_path()'s going on, inlined (see time_next): the sequence exists, the
 -- transaction may write, and its last ID carries this session's generator id.
 CREATE OR REPLACE FUNCTION idfields.resume_decimalid() RETURNS oid
 LANGUAGE sql VOLATILE PARALLEL UNSAFE

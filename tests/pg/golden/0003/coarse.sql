@@ -7,16 +7,9 @@ CREATE OR REPLACE FUNCTION idfields."next_coarse_at"(now_tick bigint) RETURNS bi
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid,
-            idfields.resume_time('coarse', now_tick, 32, 31, false, 23, 23, 0, 1))::regclass) + 1
-            - (now_tick << 31)) & -9223372036846387201) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) + 1 - (now_tick << 31)) & -9223372036846387201) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.coarse_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) & 8388607) <> 8388607 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass,
-            (GREATEST(now_tick, (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) >> 31) + 1) << 31)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) & 2139095040))
-        ELSE idfields.time_slow_path('coarse', 'coarse#44db1635ee9e', now_tick, 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('coarse', 'coarse#44db1635ee9e', now_tick, 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_coarse_at"(bigint) FROM PUBLIC;
@@ -25,16 +18,9 @@ CREATE OR REPLACE FUNCTION idfields."next_coarse"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid,
-            idfields.resume_time('coarse', ((idfields.clock_ms() - 1704067200000) / 1000), 32, 31, false, 23, 23, 0, 1))::regclass) + 1
-            - (((idfields.clock_ms() - 1704067200000) / 1000) << 31)) & -9223372036846387201) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) / 1000) << 31)) & -9223372036846387201) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN ((idfields.clock_ms() - 1704067200000) / 1000) <= NULLIF(pg_catalog.current_setting('idfields.coarse_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) & 8388607) <> 8388607 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass,
-            (GREATEST(((idfields.clock_ms() - 1704067200000) / 1000), (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) >> 31) + 1) << 31)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) & 2139095040))
-        ELSE idfields.time_slow_path('coarse', 'coarse#44db1635ee9e', ((idfields.clock_ms() - 1704067200000) / 1000), 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('coarse', 'coarse#44db1635ee9e', ((idfields.clock_ms() - 1704067200000) / 1000), 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

@@ -7,16 +7,9 @@ CREATE OR REPLACE FUNCTION idfields."next_fine_at"(now_tick bigint) RETURNS bigi
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid,
-            idfields.resume_time('fine', now_tick, 50, 13, false, 7, 7, 0, 1000000))::regclass) + 1
-            - (now_tick << 13)) & -9223372036854775681) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1 - (now_tick << 13)) & -9223372036854775681) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) & 127) <> 127 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass,
-            (GREATEST(now_tick, (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) >> 13) + 1) << 13)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) & 8064))
-        ELSE idfields.time_slow_path('fine', 'fine#30d758cf0517', now_tick, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('fine', 'fine#30d758cf0517', now_tick, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_fine_at"(bigint) FROM PUBLIC;
@@ -25,16 +18,9 @@ CREATE OR REPLACE FUNCTION idfields."next_fine"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid,
-            idfields.resume_time('fine', (idfields.clock_us() - 1704067200000000), 50, 13, false, 7, 7, 0, 1000000))::regclass) + 1
-            - ((idfields.clock_us() - 1704067200000000) << 13)) & -9223372036854775681) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1 - ((idfields.clock_us() - 1704067200000000) << 13)) & -9223372036854775681) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN (idfields.clock_us() - 1704067200000000) <= NULLIF(pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) & 127) <> 127 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass,
-            (GREATEST((idfields.clock_us() - 1704067200000000), (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) >> 13) + 1) << 13)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) & 8064))
-        ELSE idfields.time_slow_path('fine', 'fine#30d758cf0517', (idfields.clock_us() - 1704067200000000), 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('fine', 'fine#30d758cf0517', (idfields.clock_us() - 1704067200000000), 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

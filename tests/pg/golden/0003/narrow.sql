@@ -7,16 +7,9 @@ CREATE OR REPLACE FUNCTION idfields."next_narrow_at"(now_tick bigint) RETURNS bi
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid,
-            idfields.resume_time('narrow', now_tick, 41, 14, false, 4, 4, 0, 1000))::regclass) + 1
-            - (now_tick << 14)) & -9223372036854775793) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1 - (now_tick << 14)) & -9223372036854775793) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.narrow_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) & 15) <> 15 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass,
-            (GREATEST(now_tick, (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) >> 14) + 1) << 14)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) & 16368))
-        ELSE idfields.time_slow_path('narrow', 'narrow#b4f0ae9ca745', now_tick, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('narrow', 'narrow#b4f0ae9ca745', now_tick, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_narrow_at"(bigint) FROM PUBLIC;
@@ -25,16 +18,9 @@ CREATE OR REPLACE FUNCTION idfields."next_narrow"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid,
-            idfields.resume_time('narrow', (idfields.clock_ms() - 1704067200000), 41, 14, false, 4, 4, 0, 1000))::regclass) + 1
-            - ((idfields.clock_ms() - 1704067200000) << 14)) & -9223372036854775793) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1 - ((idfields.clock_ms() - 1704067200000) << 14)) & -9223372036854775793) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN (idfields.clock_ms() - 1704067200000) <= NULLIF(pg_catalog.current_setting('idfields.narrow_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) & 15) <> 15 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass,
-            (GREATEST((idfields.clock_ms() - 1704067200000), (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) >> 14) + 1) << 14)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) & 16368))
-        ELSE idfields.time_slow_path('narrow', 'narrow#b4f0ae9ca745', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('narrow', 'narrow#b4f0ae9ca745', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

@@ -7,16 +7,9 @@ CREATE OR REPLACE FUNCTION idfields."next_sparse_at"(now_tick bigint) RETURNS bi
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid,
-            idfields.resume_time('sparse', now_tick, 40, 4, false, 2, 2, 0, 100))::regclass) + 1
-            - (now_tick << 4)) & -9223372036854775805) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (now_tick << 4)) & -9223372036854775805) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) & 3) <> 3 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass,
-            (GREATEST(now_tick, (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) >> 4) + 1) << 4)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) & 12))
-        ELSE idfields.time_slow_path('sparse', 'sparse#dd74f73ed98f', now_tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('sparse', 'sparse#dd74f73ed98f', now_tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_sparse_at"(bigint) FROM PUBLIC;
@@ -25,16 +18,9 @@ CREATE OR REPLACE FUNCTION idfields."next_sparse"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid,
-            idfields.resume_time('sparse', ((idfields.clock_ms() - 1704067200000) / 10), 40, 4, false, 2, 2, 0, 100))::regclass) + 1
-            - (((idfields.clock_ms() - 1704067200000) / 10) << 4)) & -9223372036854775805) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) / 10) << 4)) & -9223372036854775805) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN ((idfields.clock_ms() - 1704067200000) / 10) <= NULLIF(pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) & 3) <> 3 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass,
-            (GREATEST(((idfields.clock_ms() - 1704067200000) / 10), (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) >> 4) + 1) << 4)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) & 12))
-        ELSE idfields.time_slow_path('sparse', 'sparse#dd74f73ed98f', ((idfields.clock_ms() - 1704067200000) / 10), 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('sparse', 'sparse#dd74f73ed98f', ((idfields.clock_ms() - 1704067200000) / 10), 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

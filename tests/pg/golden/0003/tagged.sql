@@ -7,16 +7,9 @@ CREATE OR REPLACE FUNCTION idfields."next_tagged_at"(now_tick bigint) RETURNS bi
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid,
-            idfields.resume_time('tagged', now_tick, 41, 15, false, 6, 5, 144115188075872288, 1000))::regclass) + 1
-            - ((now_tick << 15) | 144115188075855872)) & -9223372036854775777) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1 - ((now_tick << 15) | 144115188075855872)) & -9223372036854775777) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 31) <> 31 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass,
-            (GREATEST(now_tick, ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) >> 15) & 2199023255551) + 1) << 15)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 32736) | 144115188075855873)
-        ELSE idfields.time_slow_path('tagged', 'tagged#8c58ad8103bd', now_tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('tagged', 'tagged#8c58ad8103bd', now_tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 144115188075855872)
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_tagged_at"(bigint) FROM PUBLIC;
@@ -25,16 +18,9 @@ CREATE OR REPLACE FUNCTION idfields."next_tagged"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid,
-            idfields.resume_time('tagged', (idfields.clock_ms() - 1704067200000), 41, 15, false, 6, 5, 144115188075872288, 1000))::regclass) + 1
-            - (((idfields.clock_ms() - 1704067200000) << 15) | 144115188075855872)) & -9223372036854775777) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) << 15) | 144115188075855872)) & -9223372036854775777) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
-        WHEN CASE WHEN (idfields.clock_ms() - 1704067200000) <= NULLIF(pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
-            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 31) <> 31 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass,
-            (GREATEST((idfields.clock_ms() - 1704067200000), ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) >> 15) & 2199023255551) + 1) << 15)
-            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 32736) | 144115188075855873)
-        ELSE idfields.time_slow_path('tagged', 'tagged#8c58ad8103bd', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('tagged', 'tagged#8c58ad8103bd', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 144115188075855872)
     END;
 END;
 

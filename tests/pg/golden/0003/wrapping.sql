@@ -7,12 +7,10 @@ CREATE OR REPLACE FUNCTION idfields."next_wrapping_at"(now_tick bigint) RETURNS 
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid,
-            idfields.resume_time('wrapping', now_tick, 30, 18, true, 10, 10, 281474976710656, 1000))::regclass) + 1
-            - (((now_tick & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((now_tick & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
             & -1024) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_slow_path('wrapping', 'wrapping#5a22352cf624', now_tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', now_tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_wrapping_at"(bigint) FROM PUBLIC;
@@ -21,12 +19,10 @@ CREATE OR REPLACE FUNCTION idfields."next_wrapping"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid,
-            idfields.resume_time('wrapping', idfields.clock_ms(), 30, 18, true, 10, 10, 281474976710656, 1000))::regclass) + 1
-            - (((idfields.clock_ms() & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
             & -1024) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_slow_path('wrapping', 'wrapping#5a22352cf624', idfields.clock_ms(), 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', idfields.clock_ms(), 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
     END;
 END;
 
