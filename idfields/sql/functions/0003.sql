@@ -8,10 +8,11 @@
 -- * A transaction's first ID no longer runs the PL/pgSQL slow path when the session's claim
 --   still holds: the hot path's first read of its transaction-local switch finds it unset and
 --   calls idfields.time_next() (for decimalid: falls back to resume_decimalid(), plain SQL
---   inlined into the statement), which checks what the slow path would (the claim is on this very temporary sequence, the
---   transaction may write, the search_path finds the claim's lease table or none, the last ID
---   is on the claim's node, neither the clock nor that ID is past the lease's renewal limit,
---   the ID is not ahead of the clock by more than max_ahead) and sets the switch. Anything
+--   inlined into the statement), which checks what the slow path would (the claim is on this
+--   very temporary sequence, the transaction may write, the search_path finds the claim's
+--   lease table or none, the last ID is on the claim's node, neither the clock nor that ID is
+--   past the lease's renewal limit, the ID is not ahead of the clock by more than max_ahead)
+--   and sets the switch. Anything
 --   else takes the slow path exactly as in 0002. The limit ('idfields.<layout>_limit') is now
 --   a session setting, set with the claim on every slow-path call, so a rollback (of the
 --   transaction or to a savepoint) reverts both with the lease row; the claim records the
@@ -415,7 +416,8 @@ $$;
 -- the statement that inlines the hot path neither plans nor sets up these branches (its
 -- planning and executor start-up grow with every inlined node), and its plans are cached for
 -- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
--- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp.
+-- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp;
+-- now_tick NULL: the clock's (the hot path then inlines the clock once, not twice).
 CREATE OR REPLACE FUNCTION idfields.time_next(
     layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
     ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
@@ -433,6 +435,7 @@ DECLARE
     lim bigint;
     last bigint;
 BEGIN
+    now_tick := COALESCE(now_tick, (idfields.clock_us() - epoch_us) / unit_us);
     -- The transaction's first ID goes on with the session's claim when the slow path would
     -- only confirm it: the claim is on this very sequence (not dropped or recreated since),
     -- the transaction may write, the caller's search_path finds no other lease table than the
@@ -521,8 +524,8 @@ BEGIN ATOMIC
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
             'idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('snowflake', 'snowflake', idfields.clock_ms() - 1704067200000,
-            1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
+        ELSE idfields.time_next('snowflake', 'snowflake', NULL, 1704067200000000, 1000, 41, 22,
+            false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
             pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
@@ -553,9 +556,8 @@ BEGIN ATOMIC
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
             'idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('traceid', 'traceid', idfields.clock_ms() / 1000, 0, 1000000,
-            25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
-            pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.time_next('traceid', 'traceid', NULL, 0, 1000000, 25, 38, true, 22, 0,
+            65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

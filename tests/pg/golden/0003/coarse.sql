@@ -20,7 +20,7 @@ BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) / 1000) << 31)) & -9223372036846387201) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.coarse', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('coarse', 'coarse#44db1635ee9e', ((idfields.clock_ms() - 1704067200000) / 1000), 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.time_next('coarse', 'coarse#44db1635ee9e', NULL, 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

@@ -20,7 +20,7 @@ BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1 - ((idfields.clock_us() - 1704067200000000) << 13)) & -9223372036854775681) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('fine', 'fine#30d758cf0517', (idfields.clock_us() - 1704067200000000), 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.time_next('fine', 'fine#30d758cf0517', NULL, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

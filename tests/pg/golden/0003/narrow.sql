@@ -20,7 +20,7 @@ BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1 - ((idfields.clock_ms() - 1704067200000) << 14)) & -9223372036854775793) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('narrow', 'narrow#b4f0ae9ca745', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.time_next('narrow', 'narrow#b4f0ae9ca745', NULL, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

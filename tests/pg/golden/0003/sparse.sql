@@ -20,7 +20,7 @@ BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) / 10) << 4)) & -9223372036854775805) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('sparse', 'sparse#dd74f73ed98f', ((idfields.clock_ms() - 1704067200000) / 10), 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.time_next('sparse', 'sparse#dd74f73ed98f', NULL, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'), 0)
     END;
 END;
 

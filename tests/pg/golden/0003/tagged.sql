@@ -20,7 +20,7 @@ BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) << 15) | 144115188075855872)) & -9223372036854775777) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('tagged', 'tagged#8c58ad8103bd', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 144115188075855872)
+        ELSE idfields.time_next('tagged', 'tagged#8c58ad8103bd', NULL, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 144115188075855872)
     END;
 END;
 

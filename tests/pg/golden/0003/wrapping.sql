@@ -22,7 +22,7 @@ BEGIN ATOMIC
         WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
             & -1024) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', idfields.clock_ms(), 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
+        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', NULL, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
     END;
 END;
 
