@@ -9,9 +9,13 @@
   index; the note counts every table's repeats and inversions.
 - Single-row autocommit, pgbench-style: 1 and 8 clients each sending ``INSERT ... VALUES`` one
   transaction at a time (the ``pgbench`` binary with a custom script when on PATH, else a
-  multi-process Python driver); transactions/s against IDENTITY's, target >= 0.8x with
-  ``synchronous_commit`` on (the default), and again with it off (no target: without the
-  flush's wait, the server's cost per transaction of each key kind).
+  multi-process Python driver), with the simple protocol (planned per statement) and with
+  prepared statements (planned once), each its own row; transactions/s against IDENTITY's,
+  target >= 0.8x with ``synchronous_commit`` on (the default), and again with it off (no
+  target: without the flush's wait, the server's cost per transaction of each key kind).
+- The per-row DEFAULT's note says where its time goes: the parts of ``next_snowflake()``
+  measured alone over N rows (the reads of the transaction-local switch, currval/setval, the
+  clock) beside IDENTITY's ``nextval()``, and what the attempts to shrink it gave.
 
 Run: ``python -m benchmarks.bench_db_side [--quick]`` (env IDFIELDS_TEST_DATABASE_URL picks the
 server; the functions of every released SQL version are installed, tables and the peers' schemas
@@ -20,7 +24,9 @@ created and dropped here).
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -92,6 +98,30 @@ HEERANJID = Candidate(
     "SELECT id, 0 FROM {heeranjid}.generate_ids(1, %s::integer)",
 )
 
+
+# The parts of next_snowflake()'s common case, each timed as SELECT count(<part>) over N rows.
+SWITCH = "NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass"
+PARTS = {
+    "none": "g",
+    "switch": SWITCH,
+    "currval": f"pg_catalog.currval({SWITCH})",
+    "advance": f"pg_catalog.setval({SWITCH}, pg_catalog.currval({SWITCH}) + 1)",
+    "clock": "idfields.clock_ms()",
+    "nextval": "pg_catalog.nextval('pg_temp.idfields_bench_nextval')",
+    "whole": "idfields.next_snowflake()",
+}
+# What the attempts on SQL 0003's hot path gave: backend time per transaction (a procedure
+# committing after each INSERT, plain or through EXECUTE), 1M-row bulk ratio and planning time,
+# medians of 3-5 interleaved rounds on the shared 2-core machine.
+ATTEMPTS = (
+    "attempts: slow paths COST 1 alone: bulk unchanged; everything but the common case (first "
+    "ID of a transaction, new tick, slow path) behind one PL/pgSQL call (kept): planning "
+    "0.23 -> 0.05 ms, simple-protocol single row -170 us/txn (pgbench 0.19x -> 0.33x IDENTITY "
+    "with synchronous_commit off), prepared +8 us/txn (pgbench 0.57x -> 0.55x), bulk 1.68x -> "
+    "1.60x, no JIT at 1M rows; without its SET search_path -4 us/txn (not kept: a hostile "
+    "search_path would run); a write-first setval() saves no read. The floor is the "
+    "transaction-local switch: three setting reads a row"
+)
 
 TAKE_SET = "INSERT INTO {table} (id, payload) SELECT id, 0 FROM idfields.take_snowflake(%s) t(id)"
 TAKE_ARRAY = (
@@ -198,6 +228,32 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
     return candidates, absent
 
 
+def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
+    """Where a row of ``DEFAULT next_snowflake()`` spends its time, in us: each part's median
+    over 3 runs of ``count`` rows, less the bare scan (JIT off: the parts, not its compiler)."""
+    conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_nextval")
+    spent: dict[str, list[float]] = {name: [] for name in PARTS}
+    with conn.transaction():
+        conn.execute("SET LOCAL jit = off")
+        conn.execute("SELECT idfields.next_snowflake()")  # sets the transaction's switch
+        for _ in range(3):
+            for name, part in PARTS.items():
+                scan = pgsql.SQL("SELECT count({}) FROM pg_catalog.generate_series(1, {}) g")
+                query = scan.format(pgsql.SQL(part), pgsql.Literal(count))
+                spent[name].append(seconds(partial(conn.execute, query)))
+    us = {name: statistics.median(runs) / count * 1e6 for name, runs in spent.items()}
+    cost = {name: us[name] - us["none"] for name in PARTS if name != "none"}
+    switch, currval = cost["switch"], cost["currval"] - cost["switch"]
+    advance = cost["advance"] - 2 * switch - currval
+    rest = cost["whole"] - 3 * switch - 2 * currval - advance - cost["clock"]
+    return (
+        f"per row: next_snowflake() {cost['whole']:.2f} us = 3 switch reads "
+        f"{3 * switch:.2f} + 2 currval() {2 * currval:.2f} + setval() {advance:.2f} + clock "
+        f"{cost['clock']:.2f} + CASE and arithmetic {rest:.2f}; IDENTITY's nextval() "
+        f"{cost['nextval']:.2f}. {ATTEMPTS}"
+    )
+
+
 def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
     count, rounds = (20_000, 2) if quick else (1_000_000, 3)
     candidates, absent = _install(conn)
@@ -213,6 +269,7 @@ def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
 
     timed: Paired[str] = paired(list(by_name), rounds, measure)
     notes = {c.name: _order_note(conn, c) for c in candidates if c is not IDENTITY}
+    notes[SNOWFLAKE.name] += "; " + per_row_note(conn, count)
     group = f"PostgreSQL: INSERT ... SELECT {count:,} rows"
     targets = {SNOWFLAKE.name: 1.3, "take_snowflake(n)": 0.9}
     rows = paired_rows(group, "us/row", timed, IDENTITY.name, targets=targets, notes=notes)
@@ -236,8 +293,12 @@ def single_row_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
     for candidate in candidates:
         _fresh(conn, candidate)
     rows: list[Row] = []
-    for synchronous in (True, False):
-        bench = Pgbench(server_url("postgresql"), quick=quick, synchronous_commit=synchronous)
+    settings = [(sync, prepared) for sync in (True, False) for prepared in (False, True)]
+    for synchronous, prepared in settings:
+        bench = Pgbench(
+            server_url("postgresql"), quick=quick, synchronous_commit=synchronous,
+            prepared=prepared,
+        )  # fmt: skip
         for clients in (1, 8):
 
             def measure(name: str, clients: int = clients, bench: Pgbench = bench) -> float:
@@ -250,6 +311,7 @@ def single_row_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
             group = f"PostgreSQL: single-row autocommit INSERT, {clients} client" + "s" * (
                 clients > 1
             )
+            group += f", {bench.protocol} protocol"
             # the target holds where an application runs: synchronous_commit on
             group += "" if synchronous else ", synchronous_commit off"
             targets = {SNOWFLAKE.name: 0.8} if synchronous else {}

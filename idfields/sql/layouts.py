@@ -561,7 +561,6 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) 
     window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
     if version != "0002":
         return _render_0003(layout, shape, now, f"(({{candidate}} - {window}")
-    first = f"pg_catalog.currval({sequence})"
     last = f"pg_catalog.currval({sequence})"
     last_tick = f"({last} >> {s})"
     if shape.top:
@@ -570,7 +569,7 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) 
     low = shape.top | shape.seq_min
     limit = _literal(f"idfields.{shape.name}_limit")
     return f"""    SELECT CASE
-        WHEN (({first} + 1
+        WHEN (({last} + 1
             - {window}
         THEN pg_catalog.setval({sequence}, {last} + 1)
         WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
