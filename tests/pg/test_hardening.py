@@ -18,9 +18,13 @@ from typing import Any
 import psycopg
 import pytest
 from databases import DbUrl
+from dbapi_database import DbApiDatabase
 from psycopg import sql
 
+from idfields import NodeError, make_generator
 from idfields import sql as idsql
+from idfields.coordination import LeaseSource
+from idfields.coordination.leases import lease_lock_key
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import install_if_missing, sql_version
@@ -533,13 +537,13 @@ def test_the_callers_lastval_is_untouched(connect: Any) -> None:
         admin.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(table)))
 
 
-def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
-    connect: Any, lease_rows: psycopg.Connection
-) -> None:
-    """SQL 0001: at its next call the backend let node 7 go for an older lapsed row, and
-    another backend claimed 7 and issued the kept ID again, with no fence."""
+def keep_an_id_of_a_rolled_back_claim(
+    conn: psycopg.Connection, lease_rows: psycopg.Connection
+) -> tuple[int, int]:
+    """``conn`` claims node 7 inside a savepoint that rolls back and keeps the ID issued on it
+    (the lease row is back to lapsed; the backend keeps its advisory lock on 7). Every other
+    snowflake node is held. Returns the kept ID and the frozen tick it was issued at."""
     fill_but(lease_rows, {6: -3, 7: -1})
-    conn = connect()
     assert SNOWFLAKE.decode(ids_of(conn, "next_snowflake", 1)[0]).values["node"] == 6
     conn.execute("RESET ALL")  # the claim is forgotten; the position stays
     lease_rows.execute(  # and an app process holds node 6 now
@@ -557,15 +561,57 @@ def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
         "END $$;".replace("TICK", str(tick)).encode()
     )
     kept = conn.execute("SELECT id FROM kept").fetchone()[0]
+    assert SNOWFLAKE.decode(kept).values["node"] == 7
+    return kept, tick
+
+
+def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
+    connect: Any, lease_rows: psycopg.Connection
+) -> None:
+    """SQL 0001: at its next call the backend let node 7 go for an older lapsed row, and
+    another backend claimed 7 and issued the kept ID again, with no fence."""
+    conn = connect()
+    kept, tick = keep_an_id_of_a_rolled_back_claim(conn, lease_rows)
     lease_rows.execute(  # an older lapsed row, first in the claim order
         "UPDATE public.idfields_node_lease SET expires_at_ms = -5 "
         "WHERE layout = 'snowflake' AND node = 8"
     )
     again = conn.execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]
     theirs = connect().execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]
-    assert SNOWFLAKE.decode(kept).values["node"] == 7
     assert theirs not in {kept, again}
     assert again > kept and SNOWFLAKE.decode(again).values["node"] == 7
+
+
+def test_an_app_claim_skips_the_node_of_an_id_kept_from_a_rolled_back_claim(
+    connect: Any, lease_rows: psycopg.Connection, postgres_url: str
+) -> None:
+    """Before the fix: the lease row of node 7 was rolled back to lapsed, so an app process
+    claimed 7 (its only free node) behind the old fence and could repeat the kept ID."""
+    conn = connect()
+    keep_an_id_of_a_rolled_back_claim(conn, lease_rows)
+    database = DbApiDatabase("postgresql", postgres_url)
+    try:
+        with pytest.raises(NodeError, match="no free node"):
+            LeaseSource(database).acquire(SNOWFLAKE)  # 7 is the only lapsed row: skipped
+        lease_rows.execute(
+            "UPDATE public.idfields_node_lease SET expires_at_ms = -1 "
+            "WHERE layout = 'snowflake' AND node = 9"
+        )
+        generator = make_generator("snowflake", LeaseSource(database))
+        try:
+            assert SNOWFLAKE.decode(generator()).values["node"] == 9
+        finally:
+            generator.close()
+    finally:
+        database.close()
+
+
+def test_the_apps_lock_key_is_the_sql_functions(connect: Any) -> None:
+    keys = ["snowflake", "traceid", NARROW.lease_key, WRAPPING.lease_key, "naïve#ab12"]
+    conn = connect()
+    for key in keys:
+        row = conn.execute("SELECT idfields.lease_lock_key(%s)", [key]).fetchone()
+        assert row == (lease_lock_key(key),)
 
 
 @pytest.mark.parametrize("function", ["next_snowflake", "next_decimalid", "next_narrow"])
