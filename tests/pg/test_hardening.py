@@ -27,7 +27,7 @@ from idfields.coordination import LeaseSource
 from idfields.coordination.leases import lease_lock_key
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import install_if_missing, sql_version
+from tests.pg.conftest import fill_but, install_if_missing, sql_version
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
 README = Path(__file__).parents[2] / "README.md"
@@ -358,23 +358,6 @@ def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_rol
 
 
 # -- 5. claims never wait -----------------------------------------------------------------------
-
-
-def fill_but(admin: psycopg.Connection, free: dict[int, int]) -> None:
-    """Every snowflake node leased far ahead by an app, except ``free`` (node: expires_at_ms)."""
-    admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
-    admin.execute(
-        "INSERT INTO public.idfields_node_lease (layout, node, holder, acquired_at_ms, "
-        "expires_at_ms) SELECT 'snowflake', n, 'app:test', 0, %s "
-        "FROM generate_series(0, 1023) n",
-        [2**62],
-    )
-    for node, expires in free.items():
-        admin.execute(
-            "UPDATE public.idfields_node_lease SET expires_at_ms = %s "
-            "WHERE layout = 'snowflake' AND node = %s",
-            [expires, node],
-        )
 
 
 @pytest.fixture
