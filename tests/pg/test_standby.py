@@ -74,9 +74,11 @@ def test_a_standby_decodes_what_the_primary_issued(
 def test_a_default_read_only_session_on_the_primary_gets_an_idfields_error(
     primary_and_standby: Pair, call: str
 ) -> None:
-    with connection(primary_and_standby.primary, True) as conn:
-        with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as caught:
-            conn.execute(f"SELECT {call}".encode())
+    with (
+        connection(primary_and_standby.primary, True) as conn,
+        pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as caught,
+    ):
+        conn.execute(f"SELECT {call}".encode())
     assert str(caught.value).startswith("idfields: cannot issue")
     assert "read-only transaction" in str(caught.value)
     assert "read-write" in (caught.value.diag.message_hint or "")
