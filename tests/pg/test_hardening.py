@@ -26,6 +26,7 @@ from idfields import sql as idsql
 from idfields.coordination import LeaseSource
 from idfields.coordination.leases import lease_lock_key
 from idfields.layouts import SNOWFLAKE
+from idfields.migrations import convert
 from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import fill_but, install_if_missing, sql_version
 from tests.pg.sample_layouts import NARROW, WRAPPING
@@ -269,6 +270,89 @@ def test_no_operator_or_function_of_the_search_path_ever_runs(
         for call in CALLS:
             conn.execute(f"SELECT {call}".encode())
         conn.execute("SELECT idfields.next_snowflake() FROM pg_catalog.generate_series(1, 5000)")
+
+
+@pytest.fixture
+def conversion_tables(connect: Any, app_role: str) -> Iterator[str]:
+    """A serial key and a table referencing it, in a schema of their own, writable by the app
+    role (the online conversion's sync triggers fire on its writes)."""
+    admin = connect()
+    schema = f"conv_{secrets.token_hex(3)}"
+    names = {"s": sql.Identifier(schema), "r": sql.Identifier(app_role)}
+    for statement in (
+        "CREATE SCHEMA {s}",
+        "CREATE TABLE {s}.item (id serial PRIMARY KEY, label text)",
+        "CREATE TABLE {s}.item_tags (item_id integer NOT NULL REFERENCES {s}.item (id), "
+        "tag integer)",
+        "INSERT INTO {s}.item (label) SELECT 'old' FROM pg_catalog.generate_series(1, 200)",
+        "INSERT INTO {s}.item_tags SELECT id, 1 FROM {s}.item",
+        "GRANT USAGE ON SCHEMA {s} TO {r}",
+        "GRANT ALL ON ALL TABLES IN SCHEMA {s} TO {r}",
+        "GRANT ALL ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
+    ):
+        admin.execute(sql.SQL(statement).format(**names))
+    yield schema
+    admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion(
+    connect: Any, app_role: str, hostile_schema: str, conversion_tables: str
+) -> None:
+    """The sync triggers fire on writes by an app role and a superuser whose search_path puts
+    the hostile schema first (pg_catalog implicit, and explicit after it); the migration itself
+    runs with the hostile schema first too (pg_catalog implicit: an explicit path that puts a
+    writable schema before pg_catalog is the migrating role's own choice, and its catalog
+    queries then resolve operators there). Every planted operator and function raises. It
+    passed as first written: a trigger body (NEW.x := NEW.y) names no operator or function, and
+    the int-to-bigint assignment is a pg_cast lookup, not a name on the path."""
+    paths = [f"{hostile_schema},public", f"{hostile_schema},pg_catalog,public"]
+    writers = [
+        connect(**user, options=f"-c search_path={path}")
+        for user in ({}, {"user": app_role})
+        for path in paths
+    ]
+    table = sql.SQL("{}.{}").format(sql.Identifier(conversion_tables), sql.Identifier("item"))
+    tags = sql.SQL("{}.{}").format(sql.Identifier(conversion_tables), sql.Identifier("item_tags"))
+
+    def write(step: str) -> None:
+        if step == "swap":  # the triggers are gone, the key is the app's (generation="app")
+            return
+        for conn in writers:
+            new = conn.execute(
+                sql.SQL("INSERT INTO {} (label) VALUES ('live') RETURNING id").format(table)
+            ).fetchone()[0]
+            conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, 2)").format(tags), [new])
+            conn.execute(
+                sql.SQL("UPDATE {} SET label = 'edited' WHERE id = %s").format(table), [new // 2]
+            )
+            conn.execute(sql.SQL("UPDATE {} SET tag = 3 WHERE item_id = %s").format(tags), [new])
+
+    with pytest.raises(psycopg.errors.RaiseException, match="hostile operator & ran"):
+        writers[1].execute("SELECT 1::bigint & 1::integer")  # the plant is live
+    migrator = connect(options=f"-c search_path={paths[0]}")
+
+    def execute(statement: str) -> list[tuple[Any, ...]]:
+        cursor = migrator.execute(statement.encode())
+        return cursor.fetchall() if cursor.description else []
+
+    info = convert.introspect(
+        "postgresql",
+        lambda q, p: migrator.execute(q.encode(), p).fetchall(),
+        "item",
+        schema=conversion_tables,
+    )
+    convert.run_online(execute, info, convert.Target.of("snowflake", "app"), after_step=write)
+    admin = connect()
+    count, distinct = admin.execute(
+        sql.SQL("SELECT pg_catalog.count(*), pg_catalog.count(DISTINCT id) FROM {}").format(table)
+    ).fetchone()
+    assert count == distinct > 200
+    kind = admin.execute(
+        "SELECT pg_catalog.format_type(atttypid, NULL) FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = %s::regclass AND attname = 'id'",
+        [f"{conversion_tables}.item"],
+    )
+    assert kind.fetchone() == ("bigint",)
 
 
 # -- 3. role switches, and exactly the README's grants -------------------------------------------
