@@ -157,7 +157,9 @@ def primary_and_standby() -> Iterator[Pair]:
             conn.execute(TABLES)
             conn.execute(sql.load(sql_version()).encode())
             conn.execute("INSERT INTO idfields_launch VALUES (1, 'test', now())")
-            lsn = conn.execute("SELECT pg_current_wal_lsn()").fetchone()
+            # The insert position: it covers the commit records (an asynchronous commit
+            # returns before they are written out).
+            lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
         wait_for_replay(pair.standby, lsn)
         yield pair
 
