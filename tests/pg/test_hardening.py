@@ -295,16 +295,16 @@ def conversion_tables(connect: Any, app_role: str) -> Iterator[str]:
     admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
+@pytest.mark.parametrize("migrator_path", [0, 1], ids=["catalog-implicit", "catalog-after"])
 def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion(
-    connect: Any, app_role: str, hostile_schema: str, conversion_tables: str
+    connect: Any, app_role: str, hostile_schema: str, conversion_tables: str, migrator_path: int
 ) -> None:
     """The sync triggers fire on writes by an app role and a superuser whose search_path puts
     the hostile schema first (pg_catalog implicit, and explicit after it); the migration itself
-    runs with the hostile schema first too (pg_catalog implicit: an explicit path that puts a
-    writable schema before pg_catalog is the migrating role's own choice, and its catalog
-    queries then resolve operators there). Every planted operator and function raises. It
-    passed as first written: a trigger body (NEW.x := NEW.y) names no operator or function, and
-    the int-to-bigint assignment is a pg_cast lookup, not a name on the path."""
+    runs with the hostile schema first too. Every planted operator and function raises. The
+    triggers passed as first written (NEW.x := NEW.y names no operator; the int-to-bigint
+    assignment is a pg_cast lookup). The migration did not, with pg_catalog explicit after the
+    hostile schema: introspection's '||' ran the planted operator as the migrating superuser."""
     paths = [f"{hostile_schema},public", f"{hostile_schema},pg_catalog,public"]
     writers = [
         connect(**user, options=f"-c search_path={path}")
@@ -329,7 +329,7 @@ def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion
 
     with pytest.raises(psycopg.errors.RaiseException, match="hostile operator & ran"):
         writers[1].execute("SELECT 1::bigint & 1::integer")  # the plant is live
-    migrator = connect(options=f"-c search_path={paths[0]}")
+    migrator = connect(options=f"-c search_path={paths[migrator_path]}")
 
     def execute(statement: str) -> list[tuple[Any, ...]]:
         cursor = migrator.execute(statement.encode())
