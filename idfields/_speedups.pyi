@@ -18,3 +18,10 @@ class TimeCore:
     _busy: int
     _clock: Callable[[], int]
     def __call__(self) -> int: ...
+
+class SlotDefault:
+    """SlotDefault(slot, closed): the compiled per-row ID default (see idfields/_speedups.c)."""
+
+    slot: object
+    def __init__(self, slot: object, closed: type[BaseException]) -> None: ...
+    def __call__(self, context: object = None, /) -> int: ...

@@ -55,19 +55,21 @@ class PureTimeCore:
         return self._locked_issue()
 
 
-def _compiled() -> type | None:
+def compiled(name: str) -> type | None:
+    """The compiled type ``name`` of ``idfields._speedups``; None when pure Python is in force."""
     if os.environ.get("IDFIELDS_PURE_PYTHON", "").strip() in {"1", "true", "yes"}:
         return None
     try:
-        from idfields._speedups import TimeCore
+        from idfields import _speedups
     except ImportError:
         return None
-    return TimeCore
+    found: type | None = getattr(_speedups, name, None)
+    return found
 
 
 if TYPE_CHECKING:
     TimeCore = PureTimeCore
 else:
-    TimeCore = _compiled() or PureTimeCore
+    TimeCore = compiled("TimeCore") or PureTimeCore
 
 COMPILED = TimeCore is not PureTimeCore
