@@ -1,11 +1,12 @@
 """Column constructors: a BIGINT key whose value is made in Python before the INSERT.
 
-The default is a callable taking SQLAlchemy's execution context, held in a :class:`_IdDefault`
-so SQLAlchemy calls it per row as it is (a compiled callable it cannot inspect would otherwise be
-wrapped in a ``lambda ctx: fn()``, one more Python call per row). SQLAlchemy evaluates it
-inside the statement and every insert path (unit of
-work flush, ``insert(Model)`` with a list of dicts through insertmanyvalues, Core ``values()`` and
-executemany, AsyncSession) gets its IDs without a round trip. ``server_side=True`` leaves the
+The default is a callable taking SQLAlchemy's execution context, held in an :class:`_IdDefault`
+so that SQLAlchemy calls it per row as it is (a compiled callable it cannot inspect would be
+wrapped in a ``lambda ctx: fn()``, one more Python call per row). SQLAlchemy evaluates it inside
+the statement, so every insert path (``insert(Model)`` with a list of dicts through
+insertmanyvalues, Core ``values()`` and executemany, AsyncSession) gets its IDs without a round
+trip; a unit of work flush gets them a step earlier, in ``before_insert``
+(:mod:`idfields.sqlalchemy_ext.flush`). ``server_side=True`` leaves the
 value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
 user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
 
