@@ -15,7 +15,7 @@ hold ``id_column`` to the fastest app-side peer (target 1.0: ahead of every peer
 The ORM flush of an ``id_column`` model fills the keys in ``before_insert``
 (``idfields.sqlalchemy_ext.flush``), so there is no separate prefill key: a ``before_flush``
 listener filling them with one ``take(n)`` measured 250k client instructions per row on
-PostgreSQL against the built-in fill's 238k (the Identity key: 258k), and no gain on MariaDB.
+PostgreSQL against the built-in fill's 239k (the Identity key: 259k), and no gain on MariaDB.
 
 Servers come from ``IDFIELDS_TEST_DATABASE_URL`` and ``IDFIELDS_TEST_MYSQL_URL`` (the test
 defaults otherwise); tables are created and dropped here. ``python -m benchmarks.bench_sqlalchemy
