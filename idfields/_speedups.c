@@ -1,13 +1,15 @@
 /*
- * The compiled hot path of idfields.generators.TimeGenerator.
+ * The compiled hot paths of idfields' generators and of the SQLAlchemy ID default.
  *
- * TimeCore is the base type of TimeGenerator when this extension is built. It holds the
- * generator's counters as C members (readable and writable from Python under the same names as
- * the pure-Python reference, idfields/generators/hotpath.py) and implements __call__ for the one
- * case that matters for speed: the next ID of the current tick, or the first ID of a new tick.
- * Everything else (first use, a node to take, running ahead, waiting, a lease to renew, errors)
- * goes to the Python method _locked_issue(), which takes the generator's lock and reads the
- * clock again under it (this reading is old once the lock is free).
+ * CounterCore is the base type of CounterGenerator (DecimalId, runid) and TimeCore, which
+ * extends it, of TimeGenerator, when this extension is built. They hold the generator's counters
+ * as C members (readable and writable from Python under the same names as the pure-Python
+ * reference, idfields/generators/hotpath.py) and implement __call__ for the one case that
+ * matters for speed: the next ID of the current block (a tick is a block the clock starts), or,
+ * for TimeCore, the first ID of a new tick. Everything else (first use, a used-up block, a node
+ * to take, running ahead, waiting, a lease to renew, close(), errors) goes to the Python method
+ * _locked_issue(), which takes the generator's lock and decides afresh under it (TimeCore's
+ * clock reading is old once the lock is free).
  *
  * Thread safety: the fast path runs entirely while holding the GIL and calls no Python code
  * after reading the clock, so it is atomic with respect to other threads. While a Python method
@@ -32,10 +34,15 @@
 
 typedef struct {
     PyObject_HEAD
-    long long tick;
-    long long left;
-    long long id;
+    long long left;  /* IDs left in the block; 0 sends every call to the slow path */
+    long long id;    /* the last ID issued */
     long long step;
+    int busy;
+} CounterCore;
+
+typedef struct {
+    CounterCore base;
+    long long tick;
     long long epoch_ns;
     long long unit_ns;
     long long skew_ticks;
@@ -44,7 +51,6 @@ typedef struct {
     long long modulus;
     long long tick_mul;
     long long per_block;
-    int busy;
     int native;       /* the clock is time.time_ns: read with clock_gettime instead */
     PyObject *clock;  /* never NULL after construction */
 } TimeCore;
@@ -99,10 +105,45 @@ static int read_clock(TimeCore *self, long long *now) {
     return (*now == -1 && PyErr_Occurred()) ? -1 : 0;
 }
 
-static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
-    TimeCore *self = (TimeCore *)op;
+static int refuse_arguments(PyObject *args, PyObject *kwargs) {
     if ((args != NULL && PyTuple_GET_SIZE(args) != 0) || (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0)) {
         PyErr_SetString(PyExc_TypeError, "a generator takes no arguments; use take(n) for n IDs");
+        return -1;
+    }
+    return 0;
+}
+
+/* The next ID of the current block; the caller checked that one is left. */
+static PyObject *next_in_block(CounterCore *core) {
+    core->left -= 1;
+    core->id += core->step;
+    return PyLong_FromLongLong(core->id);
+}
+
+/* Every call the fast path does not serve: the generator's _locked_issue(), under its lock. */
+static PyObject *slow_path(PyObject *op) {
+    ModuleState *state = state_of_type(Py_TYPE(op));
+    if (state == NULL) {
+        return NULL;
+    }
+    return PyObject_CallMethodNoArgs(op, state->slow_name);
+}
+
+static PyObject *CounterCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
+    CounterCore *self = (CounterCore *)op;
+    if (refuse_arguments(args, kwargs) < 0) {
+        return NULL;
+    }
+    if (!self->busy && self->left > 0) {
+        return next_in_block(self);
+    }
+    return slow_path(op);
+}
+
+static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
+    TimeCore *self = (TimeCore *)op;
+    CounterCore *core = &self->base;
+    if (refuse_arguments(args, kwargs) < 0) {
         return NULL;
     }
     long long now;
@@ -111,26 +152,20 @@ static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     }
     /* No Python code runs from here until the return or the slow call: atomic under the GIL. */
     long long tick = floor_div(now - self->epoch_ns, self->unit_ns);
-    if (!self->busy) {
+    if (!core->busy) {
         if (tick > self->tick) {
             if (tick <= self->limit_tick) {
                 self->tick = tick;
-                self->left = self->per_block - 1;
-                self->id = self->node_base + floor_mod(tick, self->modulus) * self->tick_mul;
-                return PyLong_FromLongLong(self->id);
+                core->left = self->per_block - 1;
+                core->id = self->node_base + floor_mod(tick, self->modulus) * self->tick_mul;
+                return PyLong_FromLongLong(core->id);
             }
         }
-        else if (self->left > 0 && tick + self->skew_ticks >= self->tick) {
-            self->left -= 1;
-            self->id += self->step;
-            return PyLong_FromLongLong(self->id);
+        else if (core->left > 0 && tick + self->skew_ticks >= self->tick) {
+            return next_in_block(core);
         }
     }
-    ModuleState *state = state_of_type(Py_TYPE(op));
-    if (state == NULL) {
-        return NULL;
-    }
-    return PyObject_CallMethodNoArgs(op, state->slow_name);
+    return slow_path(op);
 }
 
 static PyObject *TimeCore_get_clock(TimeCore *self, void *closure) {
@@ -194,17 +229,44 @@ static PyObject *TimeCore_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     self->unit_ns = 1;
     self->modulus = 1;
     self->per_block = 1;
-    self->step = 1;
+    self->base.step = 1;
     self->clock = Py_NewRef(state->time_ns);
     self->native = 1;
     return (PyObject *)self;
 }
 
+static void CounterCore_dealloc(PyObject *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef CounterCore_members[] = {
+    {"_left", T_LONGLONG, offsetof(CounterCore, left), 0, NULL},
+    {"_id", T_LONGLONG, offsetof(CounterCore, id), 0, NULL},
+    {"_step", T_LONGLONG, offsetof(CounterCore, step), 0, NULL},
+    {"_busy", T_INT, offsetof(CounterCore, busy), 0, NULL},
+    {NULL},
+};
+
+static PyType_Slot CounterCore_slots[] = {
+    {Py_tp_doc, "Compiled hot path of CounterGenerator (see idfields/_speedups.c)."},
+    {Py_tp_call, CounterCore_call},
+    {Py_tp_members, CounterCore_members},
+    {Py_tp_dealloc, CounterCore_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec CounterCore_spec = {
+    .name = "idfields._speedups.CounterCore",
+    .basicsize = sizeof(CounterCore),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = CounterCore_slots,
+};
+
+/* TimeCore's own members; _left, _id, _step and _busy are CounterCore's. */
 static PyMemberDef TimeCore_members[] = {
     {"_tick", T_LONGLONG, offsetof(TimeCore, tick), 0, NULL},
-    {"_left", T_LONGLONG, offsetof(TimeCore, left), 0, NULL},
-    {"_id", T_LONGLONG, offsetof(TimeCore, id), 0, NULL},
-    {"_step", T_LONGLONG, offsetof(TimeCore, step), 0, NULL},
     {"_epoch_ns", T_LONGLONG, offsetof(TimeCore, epoch_ns), 0, NULL},
     {"_unit_ns", T_LONGLONG, offsetof(TimeCore, unit_ns), 0, NULL},
     {"_skew_ticks", T_LONGLONG, offsetof(TimeCore, skew_ticks), 0, NULL},
@@ -213,7 +275,6 @@ static PyMemberDef TimeCore_members[] = {
     {"_modulus", T_LONGLONG, offsetof(TimeCore, modulus), 0, NULL},
     {"_tick_mul", T_LONGLONG, offsetof(TimeCore, tick_mul), 0, NULL},
     {"_per_block", T_LONGLONG, offsetof(TimeCore, per_block), 0, NULL},
-    {"_busy", T_INT, offsetof(TimeCore, busy), 0, NULL},
     {NULL},
 };
 
@@ -383,21 +444,30 @@ static int speedups_exec(PyObject *module) {
     if (state->slow_name == NULL) {
         return -1;
     }
-    PyObject *type = PyType_FromModuleAndSpec(module, &TimeCore_spec, NULL);
-    if (type == NULL) {
+    PyObject *counter = PyType_FromModuleAndSpec(module, &CounterCore_spec, NULL);
+    if (counter == NULL) {
         return -1;
     }
-    int result = PyModule_AddObjectRef(module, "TimeCore", type);
-    Py_DECREF(type);
+    if (PyModule_AddObjectRef(module, "CounterCore", counter) < 0) {
+        Py_DECREF(counter);
+        return -1;
+    }
+    PyObject *timed = PyType_FromModuleAndSpec(module, &TimeCore_spec, counter);
+    Py_DECREF(counter);
+    if (timed == NULL) {
+        return -1;
+    }
+    int result = PyModule_AddObjectRef(module, "TimeCore", timed);
+    Py_DECREF(timed);
     if (result < 0) {
         return -1;
     }
-    type = PyType_FromModuleAndSpec(module, &SlotDefault_spec, NULL);
-    if (type == NULL) {
+    PyObject *slot_default = PyType_FromModuleAndSpec(module, &SlotDefault_spec, NULL);
+    if (slot_default == NULL) {
         return -1;
     }
-    result = PyModule_AddObjectRef(module, "SlotDefault", type);
-    Py_DECREF(type);
+    result = PyModule_AddObjectRef(module, "SlotDefault", slot_default);
+    Py_DECREF(slot_default);
     return result;
 }
 
@@ -430,7 +500,7 @@ static PyModuleDef_Slot speedups_slots[] = {
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "idfields._speedups",
-    .m_doc = "The compiled hot paths of idfields: TimeGenerator's and the SQLAlchemy ID default's.",
+    .m_doc = "The compiled hot paths of idfields' generators and of the SQLAlchemy ID default.",
     .m_size = sizeof(ModuleState),
     .m_slots = speedups_slots,
     .m_traverse = speedups_traverse,

@@ -1,12 +1,18 @@
 from collections.abc import Callable
 
-class TimeCore:
-    """Compiled hot path of TimeGenerator (see idfields/_speedups.c)."""
+class CounterCore:
+    """Compiled hot path of CounterGenerator (see idfields/_speedups.c)."""
 
-    _tick: int
     _left: int
     _id: int
     _step: int
+    _busy: int
+    def __call__(self) -> int: ...
+
+class TimeCore(CounterCore):
+    """Compiled hot path of TimeGenerator (see idfields/_speedups.c)."""
+
+    _tick: int
     _epoch_ns: int
     _unit_ns: int
     _skew_ticks: int
@@ -15,9 +21,7 @@ class TimeCore:
     _modulus: int
     _tick_mul: int
     _per_block: int
-    _busy: int
     _clock: Callable[[], int]
-    def __call__(self) -> int: ...
 
 class SlotDefault:
     """SlotDefault(slot, closed): the compiled per-row ID default (see idfields/_speedups.c)."""

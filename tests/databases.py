@@ -34,7 +34,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +185,7 @@ def resolve_postgres(stack: ExitStack) -> Resolution:
         _Source("testcontainers", _docker_missing, _postgres_container),
         _Source(
             "initdb",
-            lambda: _binaries_missing("initdb", "pg_ctl"),
+            lambda: binaries_missing("initdb", "pg_ctl"),
             lambda stack: stack.enter_context(throwaway_postgres()),
         ),
     ]
@@ -203,7 +203,7 @@ def resolve_mysql(stack: ExitStack) -> Resolution:
         _Source("testcontainers", _docker_missing, _mariadb_container),
         _Source(
             "mariadbd",
-            lambda: _binaries_missing("mariadb-install-db", "mariadbd"),
+            lambda: binaries_missing("mariadb-install-db", "mariadbd"),
             lambda stack: stack.enter_context(throwaway_mariadb()),
         ),
     ]
@@ -230,7 +230,7 @@ def _docker_missing() -> str | None:
     return None if docker_available() else f"no Docker engine answered at {host}"
 
 
-def _binaries_missing(*names: str) -> str | None:
+def binaries_missing(*names: str) -> str | None:
     absent = [name for name in names if shutil.which(name) is None]
     return f"{' and '.join(absent)} not on PATH" if absent else None
 
@@ -283,20 +283,58 @@ def throwaway_postgres() -> Iterator[str]:
     its directory deleted. Durability is switched off: the data dies with the cluster anyway.
     """
     with _service_dir("postgres", "idfields-pg-") as (tmp, as_owner):
-        data, log = tmp / "data", tmp / "server.log"
-        initdb = ["initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync"]
-        _run([*initdb, "--encoding=UTF8", "--no-locale"], as_owner, tmp)
-        port = _free_port()
-        options = (
-            f"-p {port} -k {shlex.quote(str(tmp))} -c listen_addresses=127.0.0.1"
-            " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
-        )
-        pg_ctl = ["pg_ctl", "-D", str(data), "-w", "-t", "60"]
-        _run([*pg_ctl, "-l", str(log), "-o", options, "start"], as_owner, tmp, log)
-        try:
-            yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
-        finally:
-            _run([*pg_ctl, "-m", "immediate", "stop"], as_owner, tmp, log)
+        _initdb(tmp / "data", as_owner, tmp)
+        with _running_postgres(tmp / "data", as_owner, tmp) as url:
+            yield url
+
+
+@contextmanager
+def throwaway_primary_and_standby(settings: Mapping[str, str]) -> Iterator[tuple[str, str]]:
+    """A private primary and a hot standby streaming from it (``pg_basebackup -R``), each on a
+    loopback port, both run with ``settings`` (a standby needs some of them, such as
+    ``max_prepared_transactions``, at least as high as its primary's). Yields their URLs."""
+    with _service_dir("postgres", "idfields-pg-pair-") as (tmp, as_owner):
+        _initdb(tmp / "primary", as_owner, tmp)
+        with _running_postgres(tmp / "primary", as_owner, tmp, settings) as primary:
+            port = str(DbUrl.parse(primary).port)
+            backup = [_server_binary("pg_basebackup"), "-h", "127.0.0.1", "-p", port]
+            backup += ["-U", "postgres", "-D", str(tmp / "standby"), "-R", "-X", "stream"]
+            _run([*backup, "-c", "fast", "--no-sync"], as_owner, tmp)
+            with _running_postgres(tmp / "standby", as_owner, tmp, settings) as standby:
+                yield primary, standby
+
+
+def _initdb(data: Path, as_owner: dict[str, Any], tmp: Path) -> None:
+    initdb = ["initdb", "-D", str(data), "-U", "postgres", "--auth=trust", "--no-sync"]
+    _run([*initdb, "--encoding=UTF8", "--no-locale"], as_owner, tmp)
+
+
+@contextmanager
+def _running_postgres(
+    data: Path, as_owner: dict[str, Any], tmp: Path, settings: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """The cluster in ``data`` started on a free loopback port (sockets in ``tmp``), without
+    durability; the URL of its ``postgres`` database; stopped at exit."""
+    log = tmp / f"{data.name}.log"
+    port = _free_port()
+    options = (
+        f"-p {port} -k {shlex.quote(str(tmp))} -c listen_addresses=127.0.0.1"
+        " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+    )
+    options += "".join(f" -c {name}={value}" for name, value in (settings or {}).items())
+    pg_ctl = ["pg_ctl", "-D", str(data), "-w", "-t", "60"]
+    _run([*pg_ctl, "-l", str(log), "-o", options, "start"], as_owner, tmp, log)
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        _run([*pg_ctl, "-m", "immediate", "stop"], as_owner, tmp, log)
+
+
+def _server_binary(name: str) -> str:
+    """``name`` beside the ``initdb`` on PATH (one server version), else as PATH finds it."""
+    initdb = shutil.which("initdb")
+    beside = Path(initdb).resolve().parent / name if initdb else None
+    return str(beside) if beside is not None and beside.exists() else name
 
 
 @contextmanager

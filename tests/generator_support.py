@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from idfields import Assignment, Layout
-from idfields.generators import COMPILED, TimeGenerator
-from idfields.generators.hotpath import PureTimeCore
+from idfields.generators import COMPILED, CounterGenerator, TimeGenerator
+from idfields.generators.hotpath import PureCounterCore, PureTimeCore
 
 MS = 1_000_000
 # A fixed point for the fake clock, after anything real-clock tests issue: a node they used is
@@ -44,8 +44,12 @@ if COMPILED:
     class PureTimeGenerator(PureTimeCore, TimeGenerator):
         """The pure-Python reference logic on the compiled core's state."""
 
+    class PureCounterGenerator(PureCounterCore, CounterGenerator):
+        """The pure-Python reference logic on the compiled counter core's state."""
+
 else:
     PureTimeGenerator = TimeGenerator  # type: ignore[misc]  # already the reference
+    PureCounterGenerator = CounterGenerator  # type: ignore[misc]
 
 
 class OneNode:
@@ -65,6 +69,16 @@ CORES = (
     else [pytest.param(TimeGenerator, id="pure")]
 )
 """Both hot paths: every hostile scenario runs against each."""
+
+COUNTER_CORES = (
+    [
+        pytest.param(CounterGenerator, id="counter-compiled"),
+        pytest.param(PureCounterGenerator, id="counter-pure"),
+    ]
+    if COMPILED
+    else [pytest.param(CounterGenerator, id="counter-pure")]
+)
+"""Both hot paths of the layouts without a clock (DecimalId, runid)."""
 
 _fresh_nodes = itertools.count(300)
 

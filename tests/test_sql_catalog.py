@@ -50,6 +50,14 @@ def test_a_user_layouts_functions_are_the_ones_its_migration_creates() -> None:
     assert functions_of("orders") == functions
 
 
+def test_take_functions_are_created_from_sql_0002_on() -> None:
+    for version in ("0002", sql.LATEST):
+        created = _created(sql.load(version))
+        assert {f.take for f in BUILTIN_FUNCTIONS.values() if f.take} <= created
+        assert functions_of(ORDERS).take in _created(render_layout_function(ORDERS, version)[0])
+    assert BUILTIN_FUNCTIONS["decimal"].take is None
+
+
 def test_builtin_names_resolve_to_their_own_or_rendered_functions() -> None:
     assert functions_of("decimal").next_call == "idfields.next_decimalid()"
     assert functions_of("snowflake_js").next == functions_of(SNOWFLAKE_JS).next

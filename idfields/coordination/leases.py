@@ -23,6 +23,12 @@ hold a node of the same name under another key, the claim is refused, naming the
 runs after the claim as well, so of two processes of different layouts starting at once at
 least one sees the other and gives its node back.
 
+Database backends (the SQL functions) lease from the same table and also hold a session
+advisory lock on each node they claim (class :func:`lease_lock_key`). They keep it while an ID
+they issued may outlive its lease row: a claim made inside a savepoint that rolled back leaves
+the row lapsed, and the ID can be kept. On PostgreSQL a claim therefore takes that lock too, for
+its own transaction, and skips a node a backend holds.
+
 Crash loops: when no node is free, a row whose holder is provably dead is reclaimed at once
 instead of after the ttl: an app process on this host (same host and boot, its pid gone or
 reused; see ``holders``), or a PostgreSQL backend gone from ``pg_stat_activity``. The dead
@@ -41,11 +47,13 @@ giving up.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -238,28 +246,46 @@ class LeaseSource:
         """Take ``node`` if its row still has ``old_expiry``; fenced at ``fence`` (default: that
         expiry, the latest time its previous holder may have issued)."""
         expires = now + self._ttl_ms
-        if old_expiry is None:
-            won = insert_if_absent(
-                self._database,
-                "idfields_node_lease",
-                ("layout", "node", "holder", "acquired_at_ms", "expires_at_ms"),
-                (layout, node, holder, now, expires),
-            )
-        else:
-            won = (
-                self._database.execute(
-                    "UPDATE idfields_node_lease SET holder = %s, acquired_at_ms = %s, "
-                    "expires_at_ms = %s WHERE layout = %s AND node = %s AND expires_at_ms = %s",
-                    [holder, now, expires, layout, node, old_expiry],
-                ).rowcount
-                == 1
-            )
+        with self._no_backend_on(layout, node) as free:
+            if not free:
+                return None
+            if old_expiry is None:
+                won = insert_if_absent(
+                    self._database,
+                    "idfields_node_lease",
+                    ("layout", "node", "holder", "acquired_at_ms", "expires_at_ms"),
+                    (layout, node, holder, now, expires),
+                )
+            else:
+                won = (
+                    self._database.execute(
+                        "UPDATE idfields_node_lease SET holder = %s, acquired_at_ms = %s, "
+                        "expires_at_ms = %s WHERE layout = %s AND node = %s "
+                        "AND expires_at_ms = %s",
+                        [holder, now, expires, layout, node, old_expiry],
+                    ).rowcount
+                    == 1
+                )
         if not won:
             return None
         if fence is None:
             fence = old_expiry or 0
         reclaimed = fence < (old_expiry or 0)
         return _Lease(self, layout, node, holder, now, expires, fence, reclaimed)
+
+    @contextmanager
+    def _no_backend_on(self, layout: str, node: int) -> Iterator[bool]:
+        """Whether no database backend holds ``node``; on PostgreSQL a transaction around the
+        claim that holds the node's advisory lock, so no backend claims it meanwhile."""
+        if self._database.vendor != "postgresql":
+            yield True
+            return
+        with self._database.atomic():
+            locked = self._database.execute(
+                "SELECT pg_try_advisory_xact_lock(CAST(%s AS integer), CAST(%s AS integer))",
+                [lease_lock_key(layout), node],
+            ).rows
+            yield bool(locked[0][0])
 
     def _holder_name(self) -> str:
         return check_length("lease holder", holders.this_process(self._holder), 255)
@@ -424,6 +450,13 @@ def list_leases(
         )
         for name, node, holder, acquired, expires in rows
     ]
+
+
+def lease_lock_key(lease_key: str) -> int:
+    """The advisory-lock class of a layout's leases, as the SQL functions' lease_lock_key()
+    computes it (31 bits of md5), so a claim can skip nodes held by backends without them."""
+    digest = hashlib.md5(f"idfields_node_lease:{lease_key}".encode(), usedforsecurity=False)
+    return int.from_bytes(digest.digest()[:4], "big") & 0x7FFF_FFFF
 
 
 def _backends(database: Database, rows: list[_Row]) -> tuple[set[int], int] | None:

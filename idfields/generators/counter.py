@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from idfields.generators.base import IdGenerator
+from idfields.generators.hotpath import CounterCore
 from idfields.layouts import Layout
 from idfields.nodes import NodeSource
 
 
-class CounterGenerator(IdGenerator):
+class CounterGenerator(CounterCore, IdGenerator):
     """A counter inside a block named by the node fields (generator_id + launch_id, run id);
     a used-up block is replaced by a fresh one from the node source."""
 
@@ -17,18 +18,6 @@ class CounterGenerator(IdGenerator):
         super().__init__(layout, source, node=node)
         if self.layout.timestamp is not None:
             raise TypeError(f"layout {self.layout.name!r} has a timestamp; use TimeGenerator")
-
-    def __call__(self) -> int:
-        lock = self._lock  # acquire/release: cheaper than ``with`` on 3.11
-        lock.acquire()
-        try:
-            if not self._left:
-                self._renew()
-            self._left -= 1
-            self._id += self._step
-            return self._id
-        finally:
-            lock.release()
 
     def _ensure_room(self, wanted: int) -> None:
         if not self._left:

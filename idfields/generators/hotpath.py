@@ -1,8 +1,9 @@
-"""The hot path of TimeGenerator: the pure-Python reference, or the compiled one when built.
+"""The hot paths of the generators: the pure-Python reference, or the compiled one when built.
 
-``idfields._speedups.TimeCore`` (C, built by ``setup.py`` when a compiler is present) mirrors
-:class:`PureTimeCore` exactly: the same counters, the same decisions, the same IDs for the same
-clock and state; the tests run both. ``IDFIELDS_PURE_PYTHON=1`` forces the reference.
+``idfields._speedups`` (C, built by ``setup.py`` when a compiler is present) has a
+``CounterCore`` and a ``TimeCore`` that mirror :class:`PureCounterCore` and :class:`PureTimeCore`
+exactly: the same counters, the same decisions, the same IDs for the same clock and state; the
+tests run both. ``IDFIELDS_PURE_PYTHON=1`` forces the reference.
 """
 
 from __future__ import annotations
@@ -13,7 +14,31 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 
-class PureTimeCore:
+class PureCounterCore:
+    """Issue the next ID of the current block under the lock; leave the rest to the slow path
+    (a used-up block, a node to take, a closed or forked generator: ``_left`` is 0 then)."""
+
+    _lock: threading.Lock
+    _left: int
+    _id: int
+    _step: int
+    _busy: int
+    _locked_issue: Callable[[], int]  # the slow path, defined by IdGenerator
+
+    def __call__(self) -> int:
+        lock = self._lock  # acquire/release: cheaper than ``with`` on 3.11
+        lock.acquire()
+        try:
+            if self._left:
+                self._left -= 1
+                self._id += self._step
+                return self._id
+        finally:
+            lock.release()
+        return self._locked_issue()
+
+
+class PureTimeCore(PureCounterCore):
     """Issue the next ID of the current tick under the lock; leave the rest to the slow path.
 
     The current tick is still usable while the clock reads inside ``[_floor_ns, _end_ns)``
@@ -22,12 +47,8 @@ class PureTimeCore:
     compiled core also starts a new tick inline; here the slow path does, to the same effect.
     """
 
-    _lock: threading.Lock
     _clock: Callable[[], int]
     _tick: int
-    _left: int
-    _id: int
-    _step: int
     _epoch_ns: int
     _unit_ns: int
     _skew_ticks: int
@@ -36,10 +57,8 @@ class PureTimeCore:
     _modulus: int
     _tick_mul: int
     _per_block: int
-    _busy: int
     _floor_ns: int
     _end_ns: int
-    _locked_issue: Callable[[], int]  # the slow path, defined by TimeGenerator
 
     def __call__(self) -> int:
         # acquire/release: cheaper than ``with`` on 3.11; the window test replaces tick maths.
@@ -56,7 +75,8 @@ class PureTimeCore:
 
 
 def compiled(name: str) -> type | None:
-    """The compiled type ``name`` of ``idfields._speedups``; None when pure Python is in force."""
+    """The compiled type ``name`` of ``idfields._speedups``; None when pure Python is in force,
+    the extension is not built, or it was built before ``name`` existed."""
     if os.environ.get("IDFIELDS_PURE_PYTHON", "").strip() in {"1", "true", "yes"}:
         return None
     try:
@@ -67,9 +87,17 @@ def compiled(name: str) -> type | None:
     return found
 
 
+def _compiled() -> tuple[type, type] | None:
+    counter, timed = compiled("CounterCore"), compiled("TimeCore")
+    if counter is None or timed is None:  # built before CounterCore: the reference for both
+        return None
+    return counter, timed
+
+
 if TYPE_CHECKING:
+    CounterCore = PureCounterCore
     TimeCore = PureTimeCore
 else:
-    TimeCore = compiled("TimeCore") or PureTimeCore
+    CounterCore, TimeCore = _compiled() or (PureCounterCore, PureTimeCore)
 
 COMPILED = TimeCore is not PureTimeCore

@@ -65,21 +65,8 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._skew_ticks = max_skew_ns // self._unit_ns
         self._max_wait_ns = max_wait_ns
 
-    def _locked_issue(self) -> int:
-        """Either hot path's way out: any ID but the plain next one, under the lock. The clock
-        is read again here: the hot path's reading is old once another thread let go of it."""
-        with self._changing():
-            return self._issue_at(self._now_tick())
-
     def _now_tick(self) -> int:
         return (self._clock() - self._epoch_ns) // self._unit_ns
-
-    def _issue_at(self, tick: int) -> int:
-        """The next ID when the clock reads ``tick`` (the caller holds the lock)."""
-        self._room_at(tick, 1)
-        self._left -= 1
-        self._id += self._step
-        return self._id
 
     def _ensure_room(self, wanted: int) -> None:
         self._room_at(self._now_tick(), wanted)

@@ -3,7 +3,8 @@
 Django's ``generation="db"``, SQLAlchemy's ``server_side=True`` and the key conversions'
 ``generation="db"`` all ask here. Built-in layouts have the functions of SQL version 0001
 (``InstallIdFunctions``); a user layout has ``idfields.next_<name>()``, ``next_<name>_at(tick)``
-and ``decode_<name>(id)`` once ``InstallLayoutFunctions`` installed them, which it can only for
+and ``decode_<name>(id)`` (and ``take_<name>(n)`` over SQL 0002 on) once
+``InstallLayoutFunctions`` installed them, which it can only for
 layouts the renderer (:mod:`idfields.sql.layouts`) expresses.
 """
 
@@ -28,8 +29,7 @@ class LayoutFunctions:
     next: str  # ``next()``: one ID, the column default
     next_at: str | None  # ``next_at(now_tick bigint)``: the same at a given tick, for tests
     decode: str  # ``decode(id bigint)``: the fields, like Layout.decode
-    # Reserved for the block function ``take_<layout>(n)`` of a later SQL version: add it here
-    # (built-ins below, users' in ``_user_functions``) when that version ships.
+    take: str | None  # ``take(n bigint)``: n IDs as a set, for bulk loads (from SQL 0002)
 
     @property
     def next_call(self) -> str:
@@ -37,21 +37,22 @@ class LayoutFunctions:
         return f"{self.next}()"
 
 
-def _builtin(layout: str, stem: str, *, tick_hook: bool) -> LayoutFunctions:
+def _builtin(layout: str, stem: str, *, time_based: bool) -> LayoutFunctions:
     return LayoutFunctions(
         layout=layout,
         next=f"{SCHEMA}.next_{stem}",
-        next_at=f"{SCHEMA}.next_{stem}_at" if tick_hook else None,
+        next_at=f"{SCHEMA}.next_{stem}_at" if time_based else None,
         decode=f"{SCHEMA}.decode_{stem}",
+        take=f"{SCHEMA}.take_{stem}" if time_based else None,
     )
 
 
-#: The built-in layouts with functions of their own in SQL version 0001.
+#: The built-in layouts with functions of their own in SQL version 0001 (``take`` from 0002).
 BUILTIN_FUNCTIONS: Mapping[str, LayoutFunctions] = MappingProxyType(
     {
-        "snowflake": _builtin("snowflake", "snowflake", tick_hook=True),
-        "traceid": _builtin("traceid", "traceid", tick_hook=True),
-        "decimal": _builtin("decimal", "decimalid", tick_hook=False),
+        "snowflake": _builtin("snowflake", "snowflake", time_based=True),
+        "traceid": _builtin("traceid", "traceid", time_based=True),
+        "decimal": _builtin("decimal", "decimalid", time_based=False),
     }
 )
 
@@ -65,6 +66,7 @@ def _user_functions(name: str) -> LayoutFunctions:
         next=quoted(f"next_{name}"),
         next_at=quoted(f"next_{name}_at"),
         decode=quoted(f"decode_{name}"),
+        take=quoted(f"take_{name}"),
     )
 
 

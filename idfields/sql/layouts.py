@@ -20,6 +20,8 @@ Version 0002 (over SQL 0002) binds every name when the functions are created (BE
 bodies, installed under a pinned search_path), leaves the caller's ``lastval()`` alone
 (currval()/setval()), leases under the layout's :attr:`~Layout.lease_key` like the app, revokes
 the ``_at`` test hook from PUBLIC and adds ``idfields.take_<name>(n)`` for bulk loads.
+Version 0003 (over SQL 0003) is 0002's with the first read of the switch in a row falling back
+to ``idfields.resume_time()``: a transaction's first ID resumes the session's claim in SQL.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from idfields.errors import LayoutError
 from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
 
 #: SQL versions whose slow path user layouts can be rendered against.
-VERSIONS = ("0001", "0002")
+VERSIONS = ("0001", "0002", "0003")
 
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
@@ -104,7 +106,7 @@ def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, 
         )
     shape = _shape(layout)
     if version != "0001":
-        return _render_0002(layout, shape)
+        return _render_0002(layout, shape, version)
     clock = _clock(shape)
     render = _render_wrapping if shape.wraps else _render_growing
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
@@ -479,9 +481,10 @@ _UNPIN = (
 )
 
 
-def _render_0002(layout: Layout, shape: _Shape) -> tuple[str, str]:
+def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]:
     """0002's functions: names bound at creation under a pinned search_path, the position
-    advanced with currval()/setval(), the slow path of SQL 0002 with the layout's lease key."""
+    advanced with currval()/setval(), the slow path of SQL 0002 with the layout's lease key;
+    from 0003 a transaction's first read of the switch resumes the session's claim in SQL."""
     clock = _clock(shape)
     render = _render_wrapping_0002 if shape.wraps else _render_growing_0002
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
@@ -489,15 +492,15 @@ def _render_0002(layout: Layout, shape: _Shape) -> tuple[str, str]:
     decoder, drop_decoder = _render_decoder(layout, shape, atomic=True)
     arguments = ", ".join(_layout_arguments(layout, shape, "n"))
     create = (
-        f"-- idfields 0002: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
+        f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
         f"{_PIN}\n"
         f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick')};\nEND;\n"
+        f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick', version)};\nEND;\n"
         f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
         f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(layout, shape, clock)};\nEND;\n\n"
+        f"BEGIN ATOMIC\n{render(layout, shape, clock, version)};\nEND;\n\n"
         f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
         f"BEGIN ATOMIC\n    SELECT idfields.take_ids({arguments});\nEND;\n\n"
@@ -529,9 +532,25 @@ def _slow_path_0002(layout: Layout, shape: _Shape, now: str) -> str:
     return f"idfields.time_slow_path({', '.join(_layout_arguments(layout, shape, now))})"
 
 
-def _render_growing_0002(layout: Layout, shape: _Shape, now: str) -> str:
+def _first_read(shape: _Shape, now: str, version: str) -> str:
+    """The sequence at a row's first read: from 0003, when the transaction-local switch is not
+    set yet, ``idfields.resume_time()`` of SQL 0003 sets it if the session's claim holds."""
+    if version == "0002":
+        return _sequence(shape)
+    setting = _literal(f"idfields.{shape.name}")
+    geometry = [shape.ts_bits, shape.ts_shift, str(shape.wraps).lower(), shape.node_shift]
+    geometry += [shape.seq_bits, shape.fixed, shape.max_ahead]
+    arguments = ", ".join([_literal(shape.name), now, *map(str, geometry)])
+    return (
+        f"COALESCE(NULLIF(pg_catalog.current_setting({setting}, true), '')::oid,\n"
+        f"            idfields.resume_time({arguments}))::regclass"
+    )
+
+
+def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
     """_render_growing over the last issued ID (currval) instead of a fresh one (nextval)."""
     s, sequence = shape.ts_shift, _sequence(shape)
+    first = f"pg_catalog.currval({_first_read(shape, now, version)})"
     last = f"pg_catalog.currval({sequence})"
     last_tick = f"({last} >> {s})"
     if shape.top:
@@ -540,7 +559,7 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str) -> str:
     low = shape.top | shape.seq_min
     limit = _literal(f"idfields.{shape.name}_limit")
     return f"""    SELECT CASE
-        WHEN (({last} + 1
+        WHEN (({first} + 1
             - {_with_top(shape, f"({now} << {s})")}) & {_SIGN | shape.seq_mask}) > 0
         THEN pg_catalog.setval({sequence}, {last} + 1)
         WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
@@ -552,13 +571,14 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str) -> str:
     END"""
 
 
-def _render_wrapping_0002(layout: Layout, shape: _Shape, now: str) -> str:
+def _render_wrapping_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
     """_render_wrapping over the last issued ID (currval) instead of a fresh one (nextval)."""
     s, period_mask, sequence = shape.ts_shift, (1 << shape.ts_bits) - 1, _sequence(shape)
+    first = f"pg_catalog.currval({_first_read(shape, now, version)})"
     last = f"pg_catalog.currval({sequence})"
     kept = ((period_mask - 1) << s) | shape.seq_mask
     return f"""    SELECT CASE
-        WHEN (((({last} + 1
+        WHEN (((({first} + 1
             - {_with_top(shape, f"(({now} & {period_mask}) << {s})")}) & {kept}) - 1)
             & {-(1 << shape.seq_bits)}) = 0
         THEN pg_catalog.setval({sequence}, {last} + 1)

@@ -6,11 +6,11 @@ import threading
 import time
 
 import pytest
-from generator_support import CORES, MS, START_NS, FakeClock, fresh_node
+from generator_support import CORES, COUNTER_CORES, MS, START_NS, FakeClock, fresh_node
 
 from idfields import Assignment, Layout, NodeError, StaticNode
 from idfields.errors import GeneratorClosed
-from idfields.generators import TimeGenerator
+from idfields.generators import IdGenerator, TimeGenerator
 from idfields.layouts import SNOWFLAKE
 
 
@@ -86,13 +86,13 @@ class CallsDuringRelease:
     once close() has begun, that call must wait for the lock, and then be refused."""
 
     def __init__(self) -> None:
-        self.generator: TimeGenerator | None = None
+        self.generator: IdGenerator | None = None
         self.issued: list[int] = []
         self.refused: list[BaseException] = []
         self.caller: threading.Thread | None = None
 
     def acquire(self, layout: Layout) -> Assignment:
-        return Assignment({"node": 1}, release=self.release)
+        return Assignment({field.name: 1 for field in layout.node_fields}, release=self.release)
 
     def release(self, issued_until_ns: int) -> None:
         def call() -> None:
@@ -107,12 +107,20 @@ class CallsDuringRelease:
         self.caller.join(timeout=0.2)  # a correct call blocks on the lock; this proves it does
 
 
-@pytest.mark.parametrize("core", CORES)
-def test_no_hot_path_issues_once_close_has_begun(core: type[TimeGenerator]) -> None:
-    clock = FakeClock()
+def _fresh(core: type[IdGenerator], source: CallsDuringRelease) -> IdGenerator:
+    """A generator whose first ID leaves the hot path plenty to hand out: 4,095 IDs of a tick
+    on a frozen clock, or 922 million of a DecimalId block."""
+    if issubclass(core, TimeGenerator):
+        clock = FakeClock()
+        return core("snowflake", source, clock=clock, sleep=clock.sleep)
+    return core("decimal", source)
+
+
+@pytest.mark.parametrize("core", CORES + COUNTER_CORES)
+def test_no_hot_path_issues_once_close_has_begun(core: type[IdGenerator]) -> None:
     source = CallsDuringRelease()
-    generator = source.generator = core("snowflake", source, clock=clock, sleep=clock.sleep)
-    generator()  # a fresh tick: 4,095 IDs left that the hot path could hand out
+    generator = source.generator = _fresh(core, source)
+    generator()
     generator.close()
     assert source.caller is not None
     source.caller.join()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from generator_support import fresh_node
 
-from idfields import Assignment, Layout, NodeError, make_generator
+from idfields import Assignment, Layout, NodeError, StaticNode, make_generator
 from idfields.generators import IdGenerator
 
 pytestmark = pytest.mark.slow
@@ -69,6 +69,18 @@ def test_a_fixed_node_made_before_fork_and_first_used_after_is_never_shared(
     message = out.with_suffix(".error").read_text()
     assert "belongs to the parent process" in message and "IDFIELDS_NODE_ID" in message
     assert generator.take(10)[0] > parent[-1]  # the parent keeps its node
+
+
+def test_a_decimal_block_in_use_before_fork_is_never_continued_by_the_child(tmp_path: Path) -> None:
+    generator = make_generator("decimal", StaticNode(generator_id=fresh_node(), launch_id=1))
+    parent = [generator()]  # the block in use: its next 922 million IDs are the parent's
+    out = tmp_path / "child"
+    pid = _in_child(lambda: [generator() for _ in range(1000)], out)  # the single-call hot path
+    parent += [generator() for _ in range(1000)]
+    assert os.waitpid(pid, 0)[1] == 0
+    assert _child_ids(out) == []
+    assert "belongs to the parent process" in out.with_suffix(".error").read_text()
+    assert parent == sorted(set(parent))
 
 
 _POOL_GENERATOR: IdGenerator | None = None

@@ -6,6 +6,7 @@ import itertools
 import subprocess
 import sys
 import threading
+import types
 from typing import Any
 
 import pytest
@@ -13,12 +14,19 @@ from generator_support import MS, FakeClock, OneNode, PureTimeGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from idfields import ClockMovedBackwards
+from idfields import BUILTIN_LAYOUTS, ClockMovedBackwards, make_generator
 from idfields.generators import COMPILED, TimeGenerator
 
 pytestmark = pytest.mark.skipif(
     not COMPILED, reason="the compiled core is not in use (not built, or IDFIELDS_PURE_PYTHON=1)"
 )
+
+
+@pytest.mark.parametrize("layout", sorted(BUILTIN_LAYOUTS))
+def test_every_builtin_layout_issues_through_the_compiled_core(layout: str) -> None:
+    call = type(make_generator(layout)).__call__  # the node is taken at first use, not here
+    assert isinstance(call, types.WrapperDescriptorType), f"{layout}: {call!r} runs Python code"
+    assert call.__objclass__.__module__ == "idfields._speedups"
 
 
 def test_deleting_the_clock_is_refused_not_a_crash() -> None:

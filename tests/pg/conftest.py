@@ -6,9 +6,12 @@ from __future__ import annotations
 import os
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
+import databases
 import psycopg
 import pytest
 from databases import DbUrl
@@ -105,3 +108,66 @@ def empty_database(postgres_url: str) -> Iterator[DbUrl]:
             admin.execute(
                 pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name))
             )
+
+
+def fill_but(admin: psycopg.Connection[Any], free: dict[int, int]) -> None:
+    """Every snowflake node leased far ahead by an app, except ``free`` (node: expires_at_ms)."""
+    admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
+    admin.execute(
+        "INSERT INTO public.idfields_node_lease (layout, node, holder, acquired_at_ms, "
+        "expires_at_ms) SELECT 'snowflake', n, 'app:test', 0, %s "
+        "FROM generate_series(0, 1023) n",
+        [2**62],
+    )
+    for node, expires in free.items():
+        admin.execute(
+            "UPDATE public.idfields_node_lease SET expires_at_ms = %s "
+            "WHERE layout = 'snowflake' AND node = %s",
+            [expires, node],
+        )
+
+
+# The throwaway pair's settings: small, and two-phase commit on (a standby needs at least its
+# primary's max_prepared_transactions).
+PAIR_SETTINGS = {"shared_buffers": "16MB", "max_prepared_transactions": "4"}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A throwaway primary with the idfields tables and functions, and its hot standby."""
+
+    primary: DbUrl
+    standby: DbUrl
+
+
+@pytest.fixture(scope="session")
+def primary_and_standby() -> Iterator[Pair]:
+    """Started once per session (initdb, pg_basebackup -R); the standby has replayed the
+    install. Skipped without the server binaries, failed instead under
+    IDFIELDS_REQUIRE_POSTGRES=1."""
+    missing = databases.binaries_missing("initdb", "pg_ctl", "pg_basebackup")
+    if missing is not None:
+        reason = f"no throwaway primary and hot standby: {missing} (install postgresql)"
+        if os.environ.get("IDFIELDS_REQUIRE_POSTGRES") == "1":
+            pytest.fail(f"IDFIELDS_REQUIRE_POSTGRES=1 but: {reason}", pytrace=False)
+        pytest.skip(reason)
+    with databases.throwaway_primary_and_standby(PAIR_SETTINGS) as (primary, standby):
+        pair = Pair(DbUrl.parse(primary), DbUrl.parse(standby))
+        with psycopg.connect(**pair.primary.psycopg_kwargs(), autocommit=True) as conn:
+            conn.execute(TABLES)
+            conn.execute(sql.load(sql_version()).encode())
+            conn.execute("INSERT INTO idfields_launch VALUES (1, 'test', now())")
+            # The insert position: it covers the commit records (an asynchronous commit
+            # returns before they are written out).
+            lsn = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()
+        wait_for_replay(pair.standby, lsn)
+        yield pair
+
+
+def wait_for_replay(standby: DbUrl, lsn: object, timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(**standby.psycopg_kwargs(), autocommit=True) as conn:
+        while not conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", lsn).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the standby did not replay up to {lsn} in {timeout_s} s")
+            time.sleep(0.05)

@@ -18,12 +18,17 @@ from typing import Any
 import psycopg
 import pytest
 from databases import DbUrl
+from dbapi_database import DbApiDatabase
 from psycopg import sql
 
+from idfields import NodeError, make_generator
 from idfields import sql as idsql
+from idfields.coordination import LeaseSource
+from idfields.coordination.leases import lease_lock_key
 from idfields.layouts import SNOWFLAKE
+from idfields.migrations import convert
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import install_if_missing, sql_version
+from tests.pg.conftest import fill_but, install_if_missing, sql_version
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
 README = Path(__file__).parents[2] / "README.md"
@@ -267,6 +272,89 @@ def test_no_operator_or_function_of_the_search_path_ever_runs(
         conn.execute("SELECT idfields.next_snowflake() FROM pg_catalog.generate_series(1, 5000)")
 
 
+@pytest.fixture
+def conversion_tables(connect: Any, app_role: str) -> Iterator[str]:
+    """A serial key and a table referencing it, in a schema of their own, writable by the app
+    role (the online conversion's sync triggers fire on its writes)."""
+    admin = connect()
+    schema = f"conv_{secrets.token_hex(3)}"
+    names = {"s": sql.Identifier(schema), "r": sql.Identifier(app_role)}
+    for statement in (
+        "CREATE SCHEMA {s}",
+        "CREATE TABLE {s}.item (id serial PRIMARY KEY, label text)",
+        "CREATE TABLE {s}.item_tags (item_id integer NOT NULL REFERENCES {s}.item (id), "
+        "tag integer)",
+        "INSERT INTO {s}.item (label) SELECT 'old' FROM pg_catalog.generate_series(1, 200)",
+        "INSERT INTO {s}.item_tags SELECT id, 1 FROM {s}.item",
+        "GRANT USAGE ON SCHEMA {s} TO {r}",
+        "GRANT ALL ON ALL TABLES IN SCHEMA {s} TO {r}",
+        "GRANT ALL ON ALL SEQUENCES IN SCHEMA {s} TO {r}",
+    ):
+        admin.execute(sql.SQL(statement).format(**names))
+    yield schema
+    admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+@pytest.mark.parametrize("migrator_path", [0, 1], ids=["catalog-implicit", "catalog-after"])
+def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion(
+    connect: Any, app_role: str, hostile_schema: str, conversion_tables: str, migrator_path: int
+) -> None:
+    """The sync triggers fire on writes by an app role and a superuser whose search_path puts
+    the hostile schema first (pg_catalog implicit, and explicit after it); the migration itself
+    runs with the hostile schema first too. Every planted operator and function raises. The
+    triggers passed as first written (NEW.x := NEW.y names no operator; the int-to-bigint
+    assignment is a pg_cast lookup). The migration did not, with pg_catalog explicit after the
+    hostile schema: introspection's '||' ran the planted operator as the migrating superuser."""
+    paths = [f"{hostile_schema},public", f"{hostile_schema},pg_catalog,public"]
+    writers = [
+        connect(**user, options=f"-c search_path={path}")
+        for user in ({}, {"user": app_role})
+        for path in paths
+    ]
+    table = sql.SQL("{}.{}").format(sql.Identifier(conversion_tables), sql.Identifier("item"))
+    tags = sql.SQL("{}.{}").format(sql.Identifier(conversion_tables), sql.Identifier("item_tags"))
+
+    def write(step: str) -> None:
+        if step == "swap":  # the triggers are gone, the key is the app's (generation="app")
+            return
+        for conn in writers:
+            new = conn.execute(
+                sql.SQL("INSERT INTO {} (label) VALUES ('live') RETURNING id").format(table)
+            ).fetchone()[0]
+            conn.execute(sql.SQL("INSERT INTO {} VALUES (%s, 2)").format(tags), [new])
+            conn.execute(
+                sql.SQL("UPDATE {} SET label = 'edited' WHERE id = %s").format(table), [new // 2]
+            )
+            conn.execute(sql.SQL("UPDATE {} SET tag = 3 WHERE item_id = %s").format(tags), [new])
+
+    with pytest.raises(psycopg.errors.RaiseException, match="hostile operator & ran"):
+        writers[1].execute("SELECT 1::bigint & 1::integer")  # the plant is live
+    migrator = connect(options=f"-c search_path={paths[migrator_path]}")
+
+    def execute(statement: str) -> list[tuple[Any, ...]]:
+        cursor = migrator.execute(statement.encode())
+        return cursor.fetchall() if cursor.description else []
+
+    info = convert.introspect(
+        "postgresql",
+        lambda q, p: migrator.execute(q.encode(), p).fetchall(),
+        "item",
+        schema=conversion_tables,
+    )
+    convert.run_online(execute, info, convert.Target.of("snowflake", "app"), after_step=write)
+    admin = connect()
+    count, distinct = admin.execute(
+        sql.SQL("SELECT pg_catalog.count(*), pg_catalog.count(DISTINCT id) FROM {}").format(table)
+    ).fetchone()
+    assert count == distinct > 200
+    kind = admin.execute(
+        "SELECT pg_catalog.format_type(atttypid, NULL) FROM pg_catalog.pg_attribute "
+        "WHERE attrelid = %s::regclass AND attname = 'id'",
+        [f"{conversion_tables}.item"],
+    )
+    assert kind.fetchone() == ("bigint",)
+
+
 # -- 3. role switches, and exactly the README's grants -------------------------------------------
 
 
@@ -354,23 +442,6 @@ def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_rol
 
 
 # -- 5. claims never wait -----------------------------------------------------------------------
-
-
-def fill_but(admin: psycopg.Connection, free: dict[int, int]) -> None:
-    """Every snowflake node leased far ahead by an app, except ``free`` (node: expires_at_ms)."""
-    admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
-    admin.execute(
-        "INSERT INTO public.idfields_node_lease (layout, node, holder, acquired_at_ms, "
-        "expires_at_ms) SELECT 'snowflake', n, 'app:test', 0, %s "
-        "FROM generate_series(0, 1023) n",
-        [2**62],
-    )
-    for node, expires in free.items():
-        admin.execute(
-            "UPDATE public.idfields_node_lease SET expires_at_ms = %s "
-            "WHERE layout = 'snowflake' AND node = %s",
-            [expires, node],
-        )
 
 
 @pytest.fixture
@@ -533,13 +604,13 @@ def test_the_callers_lastval_is_untouched(connect: Any) -> None:
         admin.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(table)))
 
 
-def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
-    connect: Any, lease_rows: psycopg.Connection
-) -> None:
-    """SQL 0001: at its next call the backend let node 7 go for an older lapsed row, and
-    another backend claimed 7 and issued the kept ID again, with no fence."""
+def keep_an_id_of_a_rolled_back_claim(
+    conn: psycopg.Connection, lease_rows: psycopg.Connection
+) -> tuple[int, int]:
+    """``conn`` claims node 7 inside a savepoint that rolls back and keeps the ID issued on it
+    (the lease row is back to lapsed; the backend keeps its advisory lock on 7). Every other
+    snowflake node is held. Returns the kept ID and the frozen tick it was issued at."""
     fill_but(lease_rows, {6: -3, 7: -1})
-    conn = connect()
     assert SNOWFLAKE.decode(ids_of(conn, "next_snowflake", 1)[0]).values["node"] == 6
     conn.execute("RESET ALL")  # the claim is forgotten; the position stays
     lease_rows.execute(  # and an app process holds node 6 now
@@ -557,15 +628,57 @@ def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
         "END $$;".replace("TICK", str(tick)).encode()
     )
     kept = conn.execute("SELECT id FROM kept").fetchone()[0]
+    assert SNOWFLAKE.decode(kept).values["node"] == 7
+    return kept, tick
+
+
+def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
+    connect: Any, lease_rows: psycopg.Connection
+) -> None:
+    """SQL 0001: at its next call the backend let node 7 go for an older lapsed row, and
+    another backend claimed 7 and issued the kept ID again, with no fence."""
+    conn = connect()
+    kept, tick = keep_an_id_of_a_rolled_back_claim(conn, lease_rows)
     lease_rows.execute(  # an older lapsed row, first in the claim order
         "UPDATE public.idfields_node_lease SET expires_at_ms = -5 "
         "WHERE layout = 'snowflake' AND node = 8"
     )
     again = conn.execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]
     theirs = connect().execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]
-    assert SNOWFLAKE.decode(kept).values["node"] == 7
     assert theirs not in {kept, again}
     assert again > kept and SNOWFLAKE.decode(again).values["node"] == 7
+
+
+def test_an_app_claim_skips_the_node_of_an_id_kept_from_a_rolled_back_claim(
+    connect: Any, lease_rows: psycopg.Connection, postgres_url: str
+) -> None:
+    """Before the fix: the lease row of node 7 was rolled back to lapsed, so an app process
+    claimed 7 (its only free node) behind the old fence and could repeat the kept ID."""
+    conn = connect()
+    keep_an_id_of_a_rolled_back_claim(conn, lease_rows)
+    database = DbApiDatabase("postgresql", postgres_url)
+    try:
+        with pytest.raises(NodeError, match="no free node"):
+            LeaseSource(database).acquire(SNOWFLAKE)  # 7 is the only lapsed row: skipped
+        lease_rows.execute(
+            "UPDATE public.idfields_node_lease SET expires_at_ms = -1 "
+            "WHERE layout = 'snowflake' AND node = 9"
+        )
+        generator = make_generator("snowflake", LeaseSource(database))
+        try:
+            assert SNOWFLAKE.decode(generator()).values["node"] == 9
+        finally:
+            generator.close()
+    finally:
+        database.close()
+
+
+def test_the_apps_lock_key_is_the_sql_functions(connect: Any) -> None:
+    keys = ["snowflake", "traceid", NARROW.lease_key, WRAPPING.lease_key, "naïve#ab12"]
+    conn = connect()
+    for key in keys:
+        row = conn.execute("SELECT idfields.lease_lock_key(%s)", [key]).fetchone()
+        assert row == (lease_lock_key(key),)
 
 
 @pytest.mark.parametrize("function", ["next_snowflake", "next_decimalid", "next_narrow"])

@@ -99,11 +99,12 @@ def introspect(
             locks.bounded(dialect, query, lock_timeout),
         ):
             return introspect(dialect, query, table, column, schema, also)
-    if check_dialect(dialect) == "postgresql":
-        key = introspect_postgres(query, table, column, schema)
-    else:
-        key = introspect_mysql(query, table, column, schema)
-    return dataclasses.replace(key, also=introspect_also(dialect, query, also))
+    with locks.catalog_first(dialect, query):
+        if check_dialect(dialect) == "postgresql":
+            key = introspect_postgres(query, table, column, schema)
+        else:
+            key = introspect_mysql(query, table, column, schema)
+        return dataclasses.replace(key, also=introspect_also(dialect, query, also))
 
 
 def widen(dialect: str, columns: Sequence[IdColumn], target: Target) -> tuple[Statement, ...]:

@@ -6,12 +6,17 @@ session around a whole operation and puts the old value back; the plans' own ``S
 for offline scripts. :func:`named_blockers` turns the server's lock-timeout error into
 :class:`~idfields.errors.LockTimeout` naming the sessions holding locks on the key's table or a
 table referencing it, read after the failed statement (its transaction rolled back).
+
+On PostgreSQL both also put ``pg_catalog`` first on the session's search_path while they run
+(:func:`catalog_first`): the conversion's own SQL (catalog reads, backfill, verify) names
+operators such as ``=`` and ``||`` unqualified, and a migrating role whose path lists a schema
+others can write before ``pg_catalog`` would otherwise run their operators with its rights.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
@@ -66,16 +71,49 @@ _MYSQL_HOLDERS = (
 
 @contextmanager
 def bounded(dialect: str, query: Query, lock_timeout: str) -> Iterator[None]:
-    """The session's lock timeout set to ``lock_timeout`` for the block, restored after."""
+    """The session's lock timeout set to ``lock_timeout`` for the block (and, on PostgreSQL,
+    ``pg_catalog`` first on its search_path), restored after."""
     milliseconds = lock_timeout_ms(lock_timeout)
     if check_dialect(dialect) == "postgresql":
-        old = query("SELECT pg_catalog.current_setting('lock_timeout')", [])[0][0]
-        query("SELECT pg_catalog.set_config('lock_timeout', %s, false)", [f"{milliseconds}ms"])
-        restore = ("SELECT pg_catalog.set_config('lock_timeout', %s, false)", [old])
-    else:
-        old = query("SELECT @@SESSION.lock_wait_timeout", [])[0][0]
-        query("SET SESSION lock_wait_timeout = %s", [math.ceil(milliseconds / 1000)])
-        restore = ("SET SESSION lock_wait_timeout = %s", [old])
+        with (
+            _session_setting(query, "lock_timeout", lambda _: f"{milliseconds}ms"),
+            catalog_first(dialect, query),
+        ):
+            yield
+        return
+    old = query("SELECT @@SESSION.lock_wait_timeout", [])[0][0]
+    query("SET SESSION lock_wait_timeout = %s", [math.ceil(milliseconds / 1000)])
+    with _restored(query, ("SET SESSION lock_wait_timeout = %s", [old])):
+        yield
+
+
+@contextmanager
+def catalog_first(dialect: str, query: Query) -> Iterator[None]:
+    """PostgreSQL: ``pg_catalog`` searched first (before any schema the path lists) in the
+    block, so an operator or function planted on the path never runs; elsewhere a no-op."""
+    if check_dialect(dialect) != "postgresql":
+        yield
+        return
+    with _session_setting(query, "search_path", _catalog_first_path):
+        yield
+
+
+def _catalog_first_path(path: str) -> str:
+    return f"pg_catalog, {path}" if path.strip() else "pg_catalog"
+
+
+@contextmanager
+def _session_setting(query: Query, name: str, value: Callable[[str], str]) -> Iterator[None]:
+    """PostgreSQL's session setting ``name`` set to ``value(old)`` for the block."""
+    old = query("SELECT pg_catalog.current_setting(%s)", [name])[0][0]
+    query("SELECT pg_catalog.set_config(%s, %s, false)", [name, value(old)])
+    with _restored(query, ("SELECT pg_catalog.set_config(%s, %s, false)", [name, old])):
+        yield
+
+
+@contextmanager
+def _restored(query: Query, restore: tuple[str, list[object]]) -> Iterator[None]:
+    """Run ``restore`` after the block, and after a failure where the server still allows it."""
     try:
         yield
     except BaseException:
@@ -134,7 +172,8 @@ def named_blockers(
     except Exception as exc:
         if not is_lock_timeout(exc):
             raise
-        found = holders(dialect, query, table, schema)
+        with catalog_first(dialect, query):
+            found = holders(dialect, query, table, schema)
         who = "; ".join(f"pid {pid} ({mode}, {what})" for pid, mode, what in found)
         setting = "lock_timeout" if dialect == "postgresql" else "lock_wait_timeout"
         stop = (

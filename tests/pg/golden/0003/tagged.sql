@@ -1,0 +1,77 @@
+-- idfields 0003: ID functions of layout tagged, from idfields.sql.layouts.
+SELECT pg_catalog.set_config('idfields.install_search_path',
+    pg_catalog.current_setting('search_path'), true);
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+CREATE OR REPLACE FUNCTION idfields."next_tagged_at"(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid,
+            idfields.resume_time('tagged', now_tick, 41, 15, false, 6, 5, 144115188075872288, 1000))::regclass) + 1
+            - ((now_tick << 15) | 144115188075855872)) & -9223372036854775777) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
+        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
+            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 31) <> 31 END
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass,
+            (GREATEST(now_tick, ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) >> 15) & 2199023255551) + 1) << 15)
+            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 32736) | 144115188075855873)
+        ELSE idfields.time_slow_path('tagged', 'tagged#8c58ad8103bd', now_tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
+REVOKE ALL ON FUNCTION idfields."next_tagged_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_tagged"() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid,
+            idfields.resume_time('tagged', (idfields.clock_ms() - 1704067200000), 41, 15, false, 6, 5, 144115188075872288, 1000))::regclass) + 1
+            - (((idfields.clock_ms() - 1704067200000) << 15) | 144115188075855872)) & -9223372036854775777) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
+        WHEN CASE WHEN (idfields.clock_ms() - 1704067200000) <= NULLIF(pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
+            THEN (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 31) <> 31 END
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass,
+            (GREATEST((idfields.clock_ms() - 1704067200000), ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) >> 15) & 2199023255551) + 1) << 15)
+            | (pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) & 32736) | 144115188075855873)
+        ELSE idfields.time_slow_path('tagged', 'tagged#8c58ad8103bd', (idfields.clock_ms() - 1704067200000), 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_tagged"(n bigint) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
+BEGIN ATOMIC
+    SELECT idfields.take_ids('tagged', 'tagged#8c58ad8103bd', n, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+END;
+
+CREATE OR REPLACE FUNCTION idfields."decode_tagged"(
+    id bigint, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
+    OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
+)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT ((id >> 15) & 2199023255551), ((id >> 6) & 255)::integer,
+        (id & 31)::integer, t.at,
+        CASE WHEN t.at BETWEEN -62135596800000 AND 253402300799999
+            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
+                + (t.at / 86400000) * interval '1 day'
+                + (t.at % 86400000) * interval '1 millisecond') END,
+        id > 0
+        AND (id >> 56) = 2
+        AND ((id >> 14) & 1) = 1
+        AND ((id >> 6) & 255) >= 3
+        AND ((id >> 6) & 255) <= 200
+        AND ((id >> 5) & 1) = 1
+        AND (id & 31) >= 1
+    FROM (SELECT 1704067200000 + w.tick AS at
+          FROM (SELECT ((id >> 15) & 2199023255551) AS tick) AS w) AS t;
+END;
+
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.current_setting('idfields.install_search_path'), true);
+
+-- drop
+DROP FUNCTION IF EXISTS idfields."take_tagged"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_tagged"();
+DROP FUNCTION IF EXISTS idfields."next_tagged_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."decode_tagged"(bigint);

@@ -1,0 +1,181 @@
+"""SQL 0003: a transaction's first ID resumes the session's claim in inlined SQL instead of the
+PL/pgSQL slow path, and still takes the slow path whenever the slow path would do more than
+confirm the claim (issue 15).
+
+The slow path's calls are counted through ``pg_stat_user_functions`` (``track_functions``
+set in the session under test). Against SQL 0002 (``IDFIELDS_TEST_SQL_VERSION=0002``) the
+first test counts about one slow-path call per transaction (100 of 100).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from idfields.layouts import SNOWFLAKE
+from idfields.sql.layouts import render_layout_function
+from tests.pg.conftest import install_if_missing, sql_version
+from tests.pg.sample_layouts import NARROW
+
+SLOW_PATHS = {
+    "next_snowflake": "time_slow_path",
+    "next_traceid": "time_slow_path",
+    "next_narrow": "time_slow_path",
+    "next_decimalid": "decimalid_slow_path",
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def narrow_and_a_launch(pg_kwargs: dict[str, object]) -> None:
+    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        install_if_missing(conn)
+        conn.execute(render_layout_function(NARROW, sql_version())[0].encode())
+        conn.execute(
+            "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
+        )
+
+
+@pytest.fixture
+def counted(connect: Any) -> psycopg.Connection:
+    """A connection whose function calls count in pg_stat_user_functions."""
+    return connect(options="-c track_functions=all -c stats_fetch_consistency=none")
+
+
+def slow_path_calls(conn: psycopg.Connection, function: str) -> int:
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")  # the flush happens at this transaction's end
+    row = conn.execute(
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
+        "WHERE schemaname = 'idfields' AND funcname = %s",
+        [function],
+    ).fetchone()
+    return int(row[0])
+
+
+def one_id(conn: psycopg.Connection, function: str) -> int:
+    query = sql.SQL("SELECT idfields.{}()").format(sql.Identifier(function))
+    return int(conn.execute(query).fetchone()[0])
+
+
+@pytest.mark.parametrize("function", list(SLOW_PATHS))
+def test_a_transactions_first_id_skips_the_slow_path(
+    counted: psycopg.Connection, function: str
+) -> None:
+    """SQL 0002: 100 slow-path calls in 100 single-statement transactions."""
+    ids = [one_id(counted, function)]  # claims
+    before = slow_path_calls(counted, SLOW_PATHS[function])
+    ids += [one_id(counted, function) for _ in range(100)]
+    # lease renewals (twice a second at most) and traceid's new seconds may still take it
+    assert slow_path_calls(counted, SLOW_PATHS[function]) - before <= 10
+    assert len(set(ids)) == len(ids)
+
+
+def test_an_insert_default_resumes_too(counted: psycopg.Connection) -> None:
+    table = sql.Identifier(f"resume_{secrets.token_hex(3)}")
+    counted.execute(
+        sql.SQL("CREATE TEMPORARY TABLE {} (id bigint PRIMARY KEY "
+                "DEFAULT idfields.next_snowflake(), v integer)").format(table)
+    )  # fmt: skip
+    insert = sql.SQL("INSERT INTO {} (v) VALUES (1)").format(table)
+    counted.execute(insert)
+    before = slow_path_calls(counted, "time_slow_path")
+    for _ in range(100):
+        counted.execute(insert)
+    assert slow_path_calls(counted, "time_slow_path") - before <= 10
+
+
+def test_a_position_off_the_claims_node_takes_the_slow_path(connect: Any) -> None:
+    """The sequence holds an ID of another node (as after a rolled-back claim): the next
+    transaction goes on on the claim's node, at a new tick, never on the other node."""
+    conn = connect()
+    first = one_id(conn, "next_snowflake")
+    node = SNOWFLAKE.decode(first).values["node"]
+    other = (node + 1) % 1024
+    conn.execute(
+        "SELECT setval('pg_temp.idfields_snowflake', %s)", [(first & ~(1023 << 12)) | other << 12]
+    )
+    after = one_id(conn, "next_snowflake")
+    assert SNOWFLAKE.decode(after).values["node"] == node
+    assert after > first
+
+
+def test_a_limit_in_the_past_renews_through_the_slow_path(counted: psycopg.Connection) -> None:
+    one_id(counted, "next_snowflake")
+    before = slow_path_calls(counted, "time_slow_path")
+    counted.execute("SELECT set_config('idfields.snowflake_limit', '0', false)")
+    one_id(counted, "next_snowflake")
+    assert slow_path_calls(counted, "time_slow_path") - before == 1
+    limit = counted.execute("SELECT current_setting('idfields.snowflake_limit')").fetchone()[0]
+    assert int(limit) > 0  # the slow path set it again
+
+
+def test_a_rolled_back_renewal_reverts_claim_and_limit_together(connect: Any) -> None:
+    conn = connect(autocommit=False)
+    one_id(conn, "next_snowflake")
+    # a claim due for renewal: its promise and limit long past
+    conn.execute(
+        "SELECT set_config('idfields.snowflake_lease', regexp_replace("
+        "current_setting('idfields.snowflake_lease'), '^([^:]*:[^:]*):[^:]*', '\\1:0'), false), "
+        "set_config('idfields.snowflake_limit', '0', false)"
+    )
+    conn.commit()
+    settings = "SELECT current_setting('idfields.snowflake_lease'), " \
+        "current_setting('idfields.snowflake_limit')"  # fmt: skip
+    due = conn.execute(settings).fetchone()
+    one_id(conn, "next_snowflake")  # renews: a new claim and limit, inside this transaction
+    assert conn.execute(settings).fetchone() != due
+    conn.rollback()
+    assert conn.execute(settings).fetchone() == due
+    conn.rollback()
+
+
+@pytest.mark.parametrize("reset", ["DISCARD SEQUENCES", "DISCARD TEMP", "RESET ALL"])
+def test_resets_between_transactions_never_repeat(connect: Any, reset: str) -> None:
+    conn = connect()
+    ids: list[int] = []
+    for _ in range(20):
+        ids += [one_id(conn, "next_snowflake") for _ in range(3)]
+        conn.execute(reset.encode())
+    assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("function", ["next_snowflake", "next_decimalid", "next_narrow"])
+def test_a_read_only_transaction_after_ids_gets_the_idfields_error(
+    connect: Any, function: str
+) -> None:
+    conn = connect(autocommit=False)
+    one_id(conn, function)
+    conn.commit()
+    conn.execute("SET TRANSACTION READ ONLY")
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match=r"^idfields: cannot issue"):
+        one_id(conn, function)
+    conn.rollback()
+
+
+@pytest.fixture
+def tenant_copy(connect: Any) -> Iterator[str]:
+    admin = connect()
+    schema = f"tenant_{secrets.token_hex(3)}"
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    admin.execute(
+        sql.SQL(
+            "CREATE TABLE {}.idfields_node_lease (LIKE public.idfields_node_lease INCLUDING ALL)"
+        ).format(sql.Identifier(schema))
+    )
+    yield schema
+    admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+def test_another_lease_table_on_the_search_path_is_refused_after_ids(
+    connect: Any, tenant_copy: str
+) -> None:
+    conn = connect()
+    one_id(conn, "next_snowflake")
+    conn.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(tenant_copy)))
+    with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match=tenant_copy):
+        one_id(conn, "next_snowflake")
