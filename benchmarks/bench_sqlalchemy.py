@@ -12,10 +12,10 @@ tsidpy (defaults) and sonyflake-turbo. Every (driver, key) pair of a vendor runs
 paired rounds, so the MariaDB drivers are compared with each other too. "vs fastest peer" rows
 hold ``id_column`` to the fastest app-side peer (target 1.0: ahead of every peer).
 
-The ORM flush of an ``id_column`` model fills the keys in ``before_insert``
-(``idfields.sqlalchemy_ext.flush``), so there is no separate prefill key: a ``before_flush``
-listener filling them with one ``take(n)`` measured 250k client instructions per row on
-PostgreSQL against the built-in fill's 239k (the Identity key: 259k), and no gain on MariaDB.
+The ORM flush of an ``id_column`` model fills the keys itself at ``before_flush``
+(``idfields.sqlalchemy_ext.flush``), so there is no separate prefill key: a listener setting them
+through the instrumented attributes from one ``take(n)`` measured 250k client instructions per
+row on PostgreSQL against the built-in fill's 232k (the Identity key: 259k).
 
 Servers come from ``IDFIELDS_TEST_DATABASE_URL`` and ``IDFIELDS_TEST_MYSQL_URL`` (the test
 defaults otherwise); tables are created and dropped here. ``python -m benchmarks.bench_sqlalchemy

@@ -5,7 +5,7 @@ so that SQLAlchemy calls it per row as it is (a compiled callable it cannot insp
 wrapped in a ``lambda ctx: fn()``, one more Python call per row). SQLAlchemy evaluates it inside
 the statement, so every insert path (``insert(Model)`` with a list of dicts through
 insertmanyvalues, Core ``values()`` and executemany, AsyncSession) gets its IDs without a round
-trip; a unit of work flush gets them a step earlier, in ``before_insert``
+trip; a unit of work flush gets them a step earlier, at ``before_flush``
 (:mod:`idfields.sqlalchemy_ext.flush`). ``server_side=True`` leaves the
 value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
 user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.

@@ -4,7 +4,8 @@ the INSERT, and the column default costs no Python frame.
 Before issue 15: the keys were made inside the flush's INSERT, so the unit of work sent one
 insertmanyvalues statement (a VALUES group per row, which psycopg parses and SQLAlchemy renders
 per flush) and copied the keys back from its parameters; ``before_insert`` listeners saw no key;
-every row of every path ran the default's Python function.
+every row of every path ran the default's Python function. The keys are now filled at
+``before_flush`` (``idfields.sqlalchemy_ext.flush``).
 """
 
 from __future__ import annotations
@@ -51,7 +52,14 @@ def inserts(engine: sa.Engine, run: Any) -> list[str]:
     return sent
 
 
-def test_the_orm_flush_knows_the_keys_before_the_insert(db: sa.Engine) -> None:
+class AppSession(Session):
+    """An application's own Session class: the fill listens on every Session."""
+
+
+@pytest.mark.parametrize("session_class", [Session, AppSession])
+def test_the_orm_flush_knows_the_keys_before_the_insert(
+    db: sa.Engine, session_class: type[Session]
+) -> None:
     items = [Item(name=f"f{i:02d}") for i in range(30)]
     kept = Item(id=7, name="kept")
     unset = Item(id=None, name="unset")  # None is "no value": the default's to fill
@@ -62,7 +70,7 @@ def test_the_orm_flush_knows_the_keys_before_the_insert(db: sa.Engine) -> None:
         seen[target.name] = target.id
 
     def flush() -> None:
-        with Session(db, expire_on_commit=False) as session:
+        with session_class(db, expire_on_commit=False) as session:
             session.add_all([*items, kept, unset])
             session.commit()
 
@@ -80,6 +88,23 @@ def test_the_orm_flush_knows_the_keys_before_the_insert(db: sa.Engine) -> None:
     with db.connect() as conn:
         stored = {name: key for name, key in conn.execute(sa.select(Item.name, Item.id))}
     assert stored == everything
+
+
+def test_an_object_added_after_the_fill_gets_the_column_default(db: sa.Engine) -> None:
+    """A ``before_flush`` listener of the application adding an object after ours ran."""
+    late = Item(name="late")
+
+    def add_late(session: Session, flush_context: object, instances: object) -> None:
+        if late not in session:
+            session.add(late)
+
+    with Session(db, expire_on_commit=False) as session:
+        sa.event.listen(session, "before_flush", add_late)
+        session.add(Item(name="early"))
+        session.commit()
+    assert late.id > 2**53
+    with db.connect() as conn:
+        assert conn.scalar(sa.select(Item.id).where(Item.name == "late")) == late.id
 
 
 class InheritBase(DeclarativeBase):
