@@ -1,5 +1,5 @@
 /*
- * The compiled hot paths of idfields' generators.
+ * The compiled hot paths of idfields' generators and of the SQLAlchemy ID default.
  *
  * CounterCore is the base type of CounterGenerator (DecimalId, runid) and TimeCore, which
  * extends it, of TimeGenerator, when this extension is built. They hold the generator's counters
@@ -16,6 +16,12 @@
  * changes the counters under the lock it sets _busy, and the fast path then takes the slow way
  * (and so waits for the lock). It needs the GIL: the module says so (Py_mod_gil), and setup.py
  * does not build it for free-threaded CPython.
+ *
+ * SlotDefault is the per-row column default of idfields.sqlalchemy_ext (the compiled twin of
+ * registry.context_default): SQLAlchemy calls it with its execution context, which it ignores,
+ * and it calls the source the registry bound as the slot's "call" attribute (or the slot's own
+ * call(), which binds one), and slot.after_closed() when that source was closed under its feet
+ * (GeneratorClosed): no Python frame of its own on the path of every row.
  *
  * No process-wide state: the native clock and the slow path's name live in the module's state.
  * The clock is a property that refuses deletion and non-callables, and is called through a
@@ -296,6 +302,133 @@ static PyType_Spec TimeCore_spec = {
     .slots = TimeCore_slots,
 };
 
+typedef struct {
+    PyObject_HEAD
+    PyObject *slot;        /* registry._Slot */
+    PyObject *values;      /* slot.__dict__: the registry binds (and unbinds) "call" there */
+    PyObject *closed;      /* idfields.errors.GeneratorClosed */
+    PyObject *call_name;   /* "call" */
+    PyObject *after_name;  /* "after_closed" */
+    vectorcallfunc vectorcall;
+} SlotDefault;
+
+static PyObject *SlotDefault_vectorcall(PyObject *op, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    SlotDefault *self = (SlotDefault *)op;
+    if (PyVectorcall_NARGS(nargsf) > 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0)) {
+        PyErr_SetString(PyExc_TypeError, "an ID default takes at most one argument (SQLAlchemy's execution context)");
+        return NULL;
+    }
+    PyObject *result;
+    PyObject *source = PyDict_GetItemWithError(self->values, self->call_name);  /* borrowed */
+    if (source != NULL) {
+        Py_INCREF(source);  /* the call may unbind it */
+        result = PyObject_CallNoArgs(source);
+        Py_DECREF(source);
+    }
+    else if (PyErr_Occurred()) {
+        return NULL;
+    }
+    else {
+        result = PyObject_CallMethodNoArgs(self->slot, self->call_name);
+    }
+    if (result == NULL && PyErr_ExceptionMatches(self->closed)) {
+        PyErr_Clear();
+        result = PyObject_CallMethodNoArgs(self->slot, self->after_name);
+    }
+    return result;
+}
+
+static PyObject *SlotDefault_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *slot, *closed;
+    static char *names[] = {"slot", "closed", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO:SlotDefault", names, &slot, &closed)) {
+        return NULL;
+    }
+    if (!PyExceptionClass_Check(closed)) {
+        PyErr_Format(PyExc_TypeError, "closed must be an exception class, not %R", closed);
+        return NULL;
+    }
+    PyObject *values = PyObject_GetAttrString(slot, "__dict__");
+    if (values == NULL) {
+        return NULL;
+    }
+    if (!PyDict_Check(values)) {
+        PyErr_Format(PyExc_TypeError, "the slot's __dict__ is not a dict: %R", values);
+        Py_DECREF(values);
+        return NULL;
+    }
+    SlotDefault *self = (SlotDefault *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(values);
+        return NULL;
+    }
+    self->values = values;
+    self->slot = Py_NewRef(slot);
+    self->closed = Py_NewRef(closed);
+    self->call_name = PyUnicode_InternFromString("call");
+    self->after_name = PyUnicode_InternFromString("after_closed");
+    self->vectorcall = SlotDefault_vectorcall;
+    if (self->call_name == NULL || self->after_name == NULL) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static PyObject *SlotDefault_repr(SlotDefault *self) {
+    return PyUnicode_FromFormat("<idfields ID default of %R>", self->slot);
+}
+
+static int SlotDefault_traverse(SlotDefault *self, visitproc visit, void *arg) {
+    Py_VISIT(self->slot);
+    Py_VISIT(self->values);
+    Py_VISIT(self->closed);
+    Py_VISIT(Py_TYPE(self));
+    return 0;
+}
+
+static int SlotDefault_clear(SlotDefault *self) {
+    Py_CLEAR(self->slot);
+    Py_CLEAR(self->values);
+    Py_CLEAR(self->closed);
+    Py_CLEAR(self->call_name);
+    Py_CLEAR(self->after_name);
+    return 0;
+}
+
+static void SlotDefault_dealloc(SlotDefault *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    SlotDefault_clear(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+static PyMemberDef SlotDefault_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(SlotDefault, vectorcall), READONLY, NULL},
+    {"slot", T_OBJECT, offsetof(SlotDefault, slot), READONLY, "The registry slot whose source it calls."},
+    {NULL},
+};
+
+static PyType_Slot SlotDefault_slots[] = {
+    {Py_tp_doc, "SlotDefault(slot, closed): the compiled per-row ID default (see idfields/_speedups.c)."},
+    {Py_tp_new, SlotDefault_new},
+    {Py_tp_call, PyVectorcall_Call},
+    {Py_tp_repr, SlotDefault_repr},
+    {Py_tp_members, SlotDefault_members},
+    {Py_tp_traverse, SlotDefault_traverse},
+    {Py_tp_clear, SlotDefault_clear},
+    {Py_tp_dealloc, SlotDefault_dealloc},
+    {0, NULL},
+};
+
+static PyType_Spec SlotDefault_spec = {
+    .name = "idfields._speedups.SlotDefault",
+    .basicsize = sizeof(SlotDefault),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .slots = SlotDefault_slots,
+};
+
 static int speedups_exec(PyObject *module) {
     ModuleState *state = (ModuleState *)PyModule_GetState(module);
     PyObject *time_module = PyImport_ImportModule("time");
@@ -326,6 +459,15 @@ static int speedups_exec(PyObject *module) {
     }
     int result = PyModule_AddObjectRef(module, "TimeCore", timed);
     Py_DECREF(timed);
+    if (result < 0) {
+        return -1;
+    }
+    PyObject *slot_default = PyType_FromModuleAndSpec(module, &SlotDefault_spec, NULL);
+    if (slot_default == NULL) {
+        return -1;
+    }
+    result = PyModule_AddObjectRef(module, "SlotDefault", slot_default);
+    Py_DECREF(slot_default);
     return result;
 }
 
@@ -358,7 +500,7 @@ static PyModuleDef_Slot speedups_slots[] = {
 static struct PyModuleDef speedups_module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "idfields._speedups",
-    .m_doc = "The compiled hot paths of idfields' generators.",
+    .m_doc = "The compiled hot paths of idfields' generators and of the SQLAlchemy ID default.",
     .m_size = sizeof(ModuleState),
     .m_slots = speedups_slots,
     .m_traverse = speedups_traverse,

@@ -22,3 +22,10 @@ class TimeCore(CounterCore):
     _tick_mul: int
     _per_block: int
     _clock: Callable[[], int]
+
+class SlotDefault:
+    """SlotDefault(slot, closed): the compiled per-row ID default (see idfields/_speedups.c)."""
+
+    slot: object
+    def __init__(self, slot: object, closed: type[BaseException]) -> None: ...
+    def __call__(self, context: object = None, /) -> int: ...

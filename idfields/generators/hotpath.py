@@ -74,14 +74,24 @@ class PureTimeCore(PureCounterCore):
         return self._locked_issue()
 
 
-def _compiled() -> tuple[type, type] | None:
+def compiled(name: str) -> type | None:
+    """The compiled type ``name`` of ``idfields._speedups``; None when pure Python is in force,
+    the extension is not built, or it was built before ``name`` existed."""
     if os.environ.get("IDFIELDS_PURE_PYTHON", "").strip() in {"1", "true", "yes"}:
         return None
     try:
-        from idfields._speedups import CounterCore, TimeCore
-    except ImportError:  # not built, or built before CounterCore: the reference for both
+        from idfields import _speedups
+    except ImportError:
         return None
-    return CounterCore, TimeCore
+    found: type | None = getattr(_speedups, name, None)
+    return found
+
+
+def _compiled() -> tuple[type, type] | None:
+    counter, timed = compiled("CounterCore"), compiled("TimeCore")
+    if counter is None or timed is None:  # built before CounterCore: the reference for both
+        return None
+    return counter, timed
 
 
 if TYPE_CHECKING:

@@ -1,9 +1,12 @@
 """Column constructors: a BIGINT key whose value is made in Python before the INSERT.
 
-The default is a Python callable taking SQLAlchemy's execution context (so it is called per row
-without a wrapper): SQLAlchemy evaluates it inside the statement and every insert path (unit of
-work flush, ``insert(Model)`` with a list of dicts through insertmanyvalues, Core ``values()`` and
-executemany, AsyncSession) gets its IDs without a round trip. ``server_side=True`` leaves the
+The default is a callable taking SQLAlchemy's execution context, held in an :class:`_IdDefault`
+so that SQLAlchemy calls it per row as it is (a compiled callable it cannot inspect would be
+wrapped in a ``lambda ctx: fn()``, one more Python call per row). SQLAlchemy evaluates it inside
+the statement, so every insert path (``insert(Model)`` with a list of dicts through
+insertmanyvalues, Core ``values()`` and executemany, AsyncSession) gets its IDs without a round
+trip; a unit of work flush gets them a step earlier, at ``before_flush``
+(:mod:`idfields.sqlalchemy_ext.flush`). ``server_side=True`` leaves the
 value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
 user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
 
@@ -18,12 +21,27 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Column, Table, event, text
 from sqlalchemy.orm import MappedColumn, mapped_column
+from sqlalchemy.sql.schema import CallableColumnDefault
 
 from idfields.errors import IdFieldsError
 from idfields.layouts import Layout
 from idfields.sql.catalog import functions_of
+from idfields.sqlalchemy_ext import flush  # noqa: F401  (the ORM fill: its listener, at import)
 from idfields.sqlalchemy_ext.registry import context_default
 from idfields.sqlalchemy_ext.tables import INFO_KEY, add_tables
+
+
+class _IdDefault(CallableColumnDefault):
+    """The ID default, called by SQLAlchemy with the execution context exactly as given."""
+
+    def __new__(cls, arg: Any, for_update: bool = False) -> _IdDefault:
+        return object.__new__(cls)  # ColumnDefault.__new__ would pick its own class
+
+    def _maybe_wrap_callable(self, fn: Any) -> Any:
+        return fn  # it takes the context: no wrapper, whatever SQLAlchemy can inspect of it
+
+    def _copy(self) -> _IdDefault:  # declarative mixins copy their columns
+        return _IdDefault(self._fn, for_update=self.for_update)
 
 
 def _column_options(
@@ -40,7 +58,7 @@ def _column_options(
     kwargs.setdefault("autoincrement", False)  # never SERIAL / AUTO_INCREMENT / IDENTITY
     kwargs["info"] = {**kwargs.get("info", {}), INFO_KEY: name}
     if not server_side:
-        kwargs[default_option] = context_default(layout)
+        kwargs[default_option] = _IdDefault(context_default(layout))
         return
     try:
         functions = functions_of(layout)

@@ -8,6 +8,7 @@ Django ``override_settings`` under threads 27 (C) / 32,044 (pure).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 
@@ -18,6 +19,7 @@ from idfields.errors import GeneratorClosed, NodeError
 from idfields.layouts import Layout
 from idfields.nodes import NodeSource, StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_default
+from idfields.sqlalchemy_ext.registry import context_default
 from tests.django_project.testapp.models import Event
 
 
@@ -99,9 +101,16 @@ def issue_while(reconfigure: Callable[[], None], next_id: Callable[[], int]) -> 
     return issued[0] + issued[1]
 
 
+@pytest.mark.parametrize("default", ["id_default", "column default"])
 @pytest.mark.usefixtures("sqlalchemy_registry")
-def test_configure_under_threads_never_repeats_an_id() -> None:
-    ids = issue_while(lambda: configure(source=static_five), id_default("snowflake"))
+def test_configure_under_threads_never_repeats_an_id(default: str) -> None:
+    """Both defaults: the plain callable and the one SQLAlchemy calls per row (compiled when
+    built), which must let go of a closed generator the same way."""
+    if default == "id_default":
+        next_id = id_default("snowflake")
+    else:
+        next_id = functools.partial(context_default("snowflake"), None)
+    ids = issue_while(lambda: configure(source=static_five), next_id)
     assert len(ids) > 1000
     assert duplicates(ids) == 0
 

@@ -14,7 +14,6 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session
 from idfields import sql
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext import id_column, id_default, metadata
-from idfields.sqlalchemy_ext.registry import context_default
 
 SNOWFLAKE = get_layout("snowflake")
 
@@ -143,16 +142,6 @@ def test_id_default_is_a_plain_callable() -> None:
     default = id_default("snowflake")
     first, second = default(), default()
     assert 0 < first < second
-
-
-def test_sqlalchemy_calls_the_column_default_without_a_wrapper() -> None:
-    """A one-argument default is called as is; a zero-argument one costs a lambda per row."""
-    ours = Item.__table__.c.id.default.arg
-    assert ours.__code__ is context_default("snowflake").__code__
-    assert 0 < ours(None) < ours(None)
-    plain = sa.Column("id", sa.BigInteger, default=id_default("snowflake"))
-    wrapped = plain.default.arg  # type: ignore[union-attr]
-    assert wrapped.__code__ is not id_default("snowflake").__code__
 
 
 def test_bad_arguments_name_the_fix() -> None:

@@ -88,13 +88,15 @@ def test_create_all_makes_the_lease_tables_and_the_first_flush_works(
 
 def test_missing_tables_error_names_the_fix(user_engine: sa.Engine) -> None:
     Order.__table__.create(user_engine)  # type: ignore[attr-defined]
-    with Session(user_engine) as session, pytest.raises(sa.exc.StatementError) as caught:
+    with Session(user_engine) as session, pytest.raises(TablesMissing) as missing:
         session.add(Order())
-        session.flush()
-    assert isinstance(caught.value.orig, TablesMissing)  # SQLAlchemy wraps a default's error
-    message = str(caught.value.orig)
-    assert "idfields_node_lease" in message and "op.create_idfields_tables()" in message
-    assert "create_all" in message
+        session.flush()  # the key is made before the INSERT: the error is ours, unwrapped
+    with user_engine.begin() as conn, pytest.raises(sa.exc.StatementError) as caught:
+        conn.execute(sa.insert(Order))  # SQLAlchemy wraps a column default's error
+    assert isinstance(caught.value.orig, TablesMissing)
+    for message in (str(missing.value), str(caught.value.orig)):
+        assert "idfields_node_lease" in message and "op.create_idfields_tables()" in message
+        assert "create_all" in message
 
 
 def test_mapped_as_dataclass_models_get_ids(user_engine: sa.Engine) -> None:
