@@ -341,7 +341,9 @@ def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion
         "item",
         schema=conversion_tables,
     )
+    path_before = migrator.execute("SHOW search_path").fetchone()[0]
     convert.run_online(execute, info, convert.Target.of("snowflake", "app"), after_step=write)
+    assert migrator.execute("SHOW search_path").fetchone()[0] == path_before  # put back
     admin = connect()
     count, distinct = admin.execute(
         sql.SQL("SELECT pg_catalog.count(*), pg_catalog.count(DISTINCT id) FROM {}").format(table)

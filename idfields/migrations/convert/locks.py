@@ -99,14 +99,22 @@ def catalog_first(dialect: str, query: Query) -> Iterator[None]:
 
 
 def _catalog_first_path(path: str) -> str:
+    if path.split(",", 1)[0].strip() == "pg_catalog":
+        return path
     return f"pg_catalog, {path}" if path.strip() else "pg_catalog"
 
 
 @contextmanager
 def _session_setting(query: Query, name: str, value: Callable[[str], str]) -> Iterator[None]:
-    """PostgreSQL's session setting ``name`` set to ``value(old)`` for the block."""
+    """PostgreSQL's session setting ``name`` set to ``value(old)`` for the block; untouched
+    when that is what it holds (a nested block: the conversion operations pin the path and
+    then introspect, which pins it too)."""
     old = query("SELECT pg_catalog.current_setting(%s)", [name])[0][0]
-    query("SELECT pg_catalog.set_config(%s, %s, false)", [name, value(old)])
+    new = value(old)
+    if new == old:
+        yield
+        return
+    query("SELECT pg_catalog.set_config(%s, %s, false)", [name, new])
     with _restored(query, ("SELECT pg_catalog.set_config(%s, %s, false)", [name, old])):
         yield
 
