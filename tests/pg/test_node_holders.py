@@ -53,7 +53,9 @@ def test_a_live_backends_node_is_left_and_a_dead_ones_taken_back_behind_its_fenc
     [row] = holder_rows(list_leases(db, layout.lease_key))
     assert row[2:5] == ("database", "database backend", str(pid)) and row[-1] == "live"
     with connect() as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        # with a timeout it returns once the backend is gone, its advisory locks with it
+        gone = admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid]).fetchone()
+        assert gone == (True,)
     generator = make_generator(layout, LeaseSource(db))
     first = generator()  # at once, not after the 2 s lease...
     assert generator.node == {"node": 0}
@@ -107,7 +109,9 @@ def test_the_sql_view_shows_app_and_database_holders_alike(
     assert (layout.lease_key, "database", "database backend", pid, "live") in rows
     assert ("snowflake", "app", socket.gethostname()[:180], os.getpid(), "live") in rows
     with connect() as admin:
-        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        # with a timeout it returns once the backend is gone, its advisory locks with it
+        gone = admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid]).fetchone()
+        assert gone == (True,)
     state = (
         connect()
         .execute("SELECT state FROM idfields.node_holders WHERE layout = %s", [layout.lease_key])
