@@ -22,7 +22,9 @@ bodies, installed under a pinned search_path), leaves the caller's ``lastval()``
 the ``_at`` test hook from PUBLIC and adds ``idfields.take_<name>(n)`` for bulk loads.
 Version 0003 (over SQL 0003) inlines only the common case (the next ID in the validated tick)
 and calls ``idfields.time_next()`` for the rest: the transaction's first ID (which resumes the
-session's claim without the slow path), a new tick, the slow path.
+session's claim without the slow path), a new tick, the slow path. Version 0004 (over SQL 0004)
+gives a growing layout its own PL/pgSQL ``idfields.next_<name>_tick(now_tick, visible_lease)``
+for that rest, its geometry written in as literals (see 0004.sql); wrapping layouts are 0003's.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from idfields.errors import LayoutError
 from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
 
 #: SQL versions whose slow path user layouts can be rendered against.
-VERSIONS = ("0001", "0002", "0003")
+VERSIONS = ("0001", "0002", "0003", "0004")
 
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
@@ -492,9 +494,11 @@ def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]
     take = _ident(f"take_{shape.name}")
     decoder, drop_decoder = _render_decoder(layout, shape, atomic=True)
     arguments = ", ".join(_layout_arguments(layout, shape, "n"))
+    tick, drop_tick = ("", "") if not _has_tick(shape, version) else _render_tick(layout, shape)
     create = (
         f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
         f"{_PIN}\n"
+        f"{tick}"
         f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
         f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick', version)};\nEND;\n"
@@ -512,6 +516,7 @@ def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]
         f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
         f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
         f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+        f"{drop_tick}"
         f"{drop_decoder}"
     )
     return create, drop
@@ -543,16 +548,93 @@ def _next_0003(layout: Layout, shape: _Shape, now: str) -> str:
     return f"idfields.time_next({', '.join(arguments)})"
 
 
-def _render_0003(layout: Layout, shape: _Shape, now: str, test: str) -> str:
+def _render_0003(layout: Layout, shape: _Shape, now: str, test: str, version: str) -> str:
     """The hot path of SQL 0003: only the common case inline (the candidate passes ``test``,
-    written over ``{candidate}``), so a statement plans and sets up as few nodes as can be."""
+    written over ``{candidate}``), so a statement plans and sets up as few nodes as can be;
+    the rest is the layout's tick function where it has one (0004), else time_next()."""
     sequence = _sequence(shape)
     candidate = f"pg_catalog.currval({sequence}) + 1"
+    rest = _tick_call(shape, now) if _has_tick(shape, version) else _next_0003(layout, shape, now)
     return f"""    SELECT CASE
         WHEN {test.format(candidate=candidate)}
         THEN pg_catalog.setval({sequence}, {candidate})
-        ELSE {_next_0003(layout, shape, now)}
+        ELSE {rest}
     END"""
+
+
+# -- version 0004 -------------------------------------------------------------------------------
+
+
+def _has_tick(shape: _Shape, version: str) -> bool:
+    """Whether the layout's hot path calls its own tick function: growing layouts from 0004."""
+    return not shape.wraps and version >= "0004"
+
+
+def _tick_call(shape: _Shape, now: str) -> str:
+    tick = now if now == "now_tick" else "NULL"
+    function = _ident(f"next_{shape.name}_tick")
+    return f"idfields.{function}({tick}, pg_catalog.to_regclass('idfields_node_lease'))"
+
+
+def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of ``idfields.next_<name>_tick(now_tick, visible_lease)``: the
+    first ID of a transaction and an ID in a new tick in one step, the geometry as literals
+    (0004.sql's next_snowflake_tick() explains the checks); anything else is time_next()."""
+    s, name = shape.ts_shift, shape.name
+    function = _ident(f"next_{name}_tick")
+    low = shape.fixed | shape.seq_min
+    base = f"claim[1]::bigint << {shape.node_shift}" + (f" | {low}" if low else "")
+    # the bits of an ID outside its timestamp and sequence (node, constants, sign) are base's
+    others = ~((((1 << shape.ts_bits) - 1) << s) | shape.seq_mask)
+    tick_of = f"next_id >> {s}" if not shape.top else f"(next_id >> {s}) & {(1 << shape.ts_bits) - 1}"
+    clock = _clock(shape)
+    rest = [_literal(name), _literal(layout.lease_key), "now_tick", *_geometry(shape)]
+    rest += ["visible_lease", str(shape.top)]
+    setting = f"idfields.{name}"
+    create = f"""CREATE OR REPLACE FUNCTION idfields.{function}(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seq regclass := NULLIF(pg_catalog.current_setting({_literal(setting)}, true), '')::oid;
+    claim text[] := pg_catalog.string_to_array(
+        pg_catalog.current_setting({_literal(setting + "_lease")}, true), ':');
+    base bigint := {base};
+    resuming boolean := seq IS NULL;
+    next_id bigint;
+BEGIN
+    -- The transaction's first ID: the claim's sequence, if it is still this very one, the
+    -- transaction may write and the caller finds the claim's lease table; the switch is set
+    -- only once the ID below passes too (time_next() trusts a set switch).
+    IF resuming
+        AND claim[4] = pg_catalog.to_regclass({_literal(f"pg_temp.idfields_{name}")})::oid::text
+        AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+        AND pg_catalog.current_setting('transaction_read_only') = 'off'
+    THEN
+        seq := claim[4]::oid;
+        PERFORM pg_catalog.setval(seq, pg_catalog.pg_sequence_last_value(seq));
+    END IF;
+    now_tick := COALESCE(now_tick, {clock});
+    next_id := GREATEST(pg_catalog.currval(seq) + 1, (now_tick << {s}) | base);
+    -- A NULL anywhere (no switch, no claim, no limit) fails the test: the generic path.
+    IF seq IS NOT NULL AND (next_id # base) & {others} = 0
+        AND {tick_of} <= now_tick + {shape.max_ahead}
+        AND {tick_of} <= NULLIF(
+            pg_catalog.current_setting({_literal(setting + "_limit")}, true), '')::bigint
+    THEN
+        IF resuming THEN
+            PERFORM pg_catalog.set_config({_literal(setting)}, claim[4], true);
+        END IF;
+        RETURN pg_catalog.setval(seq, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        {", ".join(rest)});
+END
+$$;
+
+"""
+    return create, f"DROP FUNCTION IF EXISTS idfields.{function}(bigint, regclass);\n"
 
 
 def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
@@ -560,7 +642,7 @@ def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) 
     s, sequence = shape.ts_shift, _sequence(shape)
     window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
     if version != "0002":
-        return _render_0003(layout, shape, now, f"(({{candidate}} - {window}")
+        return _render_0003(layout, shape, now, f"(({{candidate}} - {window}", version)
     last = f"pg_catalog.currval({sequence})"
     last_tick = f"({last} >> {s})"
     if shape.top:
@@ -591,7 +673,7 @@ def _render_wrapping_0002(layout: Layout, shape: _Shape, now: str, version: str)
         f"            & {-(1 << shape.seq_bits)}) = 0"
     )
     if version != "0002":
-        return _render_0003(layout, shape, now, f"(((({{candidate}} - {window}")
+        return _render_0003(layout, shape, now, f"(((({{candidate}} - {window}", version)
     return f"""    SELECT CASE
         WHEN (((({last} + 1
             - {window}

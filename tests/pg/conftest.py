@@ -91,6 +91,29 @@ def connect(pg_kwargs: dict[str, object]) -> Iterator[Connect]:
 
 
 @pytest.fixture
+def counted(connect: Connect) -> psycopg.Connection[Any]:
+    """A connection whose function calls count in pg_stat_user_functions."""
+    return connect(options="-c track_functions=all -c stats_fetch_consistency=none")
+
+
+def function_calls(conn: psycopg.Connection[Any], function: str) -> int:
+    """How often ``idfields.<function>`` ran in the sessions of a :func:`counted` connection."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT 1")  # the flush happens at this transaction's end
+    row = conn.execute(
+        "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
+        "WHERE schemaname = 'idfields' AND funcname = %s",
+        [function],
+    ).fetchone()
+    return int(row[0])
+
+
+def one_id(conn: psycopg.Connection[Any], function: str) -> int:
+    query = pgsql.SQL("SELECT idfields.{}()").format(pgsql.Identifier(function))
+    return int(conn.execute(query).fetchone()[0])
+
+
+@pytest.fixture
 def empty_database(postgres_url: str) -> Iterator[DbUrl]:
     """A new database on the test server holding only the idfields tables (dropped afterwards):
     installing or dropping the functions there cannot disturb the tests sharing the session

@@ -398,9 +398,10 @@ def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) ->
         try:
             grant_as_readme(admin, role, empty_database.database)
             admin.execute(
-                sql.SQL("GRANT EXECUTE ON FUNCTION idfields.next_narrow() TO {}").format(
-                    sql.Identifier(role)
-                )
+                sql.SQL(
+                    "GRANT EXECUTE ON FUNCTION idfields.next_narrow(), "
+                    "idfields.next_narrow_tick(bigint, regclass) TO {}"
+                ).format(sql.Identifier(role))
             )
             with psycopg.connect(
                 **empty_database.psycopg_kwargs() | {"user": role}, autocommit=True

@@ -123,7 +123,11 @@ def test_django_app_migrations_reverse_step_by_step_to_nothing(
     version added stays behind, so the last step's DROP SCHEMA idfields succeeds."""
     from importlib import import_module
 
-    names = ["0002_idfields_functions_0002", "0003_idfields_functions_0003"]
+    names = [
+        "0002_idfields_functions_0002",
+        "0003_idfields_functions_0003",
+        "0004_idfields_functions_0004",
+    ]
     steps = [import_module(f"idfields.django_app.migrations.{name}").Migration for name in names]
     left_by: list[set[str]] = []
     for step in steps:
@@ -138,7 +142,10 @@ def test_django_app_migrations_reverse_step_by_step_to_nothing(
     assert not schema_exists(empty_database)
 
 
-@pytest.mark.parametrize(("older", "newer"), [("0001", "0002"), ("0002", "0003"), ("0001", "0003")])
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [("0001", "0002"), ("0002", "0003"), ("0003", "0004"), ("0001", "0004")],
+)
 def test_django_downgrade_leaves_exactly_the_older_version(
     django_connection: Any, empty_database: DbUrl, older: str, newer: str
 ) -> None:

@@ -140,7 +140,7 @@ def test_concurrent_connections_hold_their_own_nodes(connect: Any, table: str) -
 def test_the_hot_path_is_inlined_into_the_statement(connect: Any) -> None:
     plan = connect().execute("EXPLAIN VERBOSE SELECT idfields.next_narrow()").fetchall()
     text = "\n".join(row[0] for row in plan)
-    assert "setval(" in text and "next_narrow" not in text
+    assert "setval(" in text and "next_narrow(" not in text
 
 
 def test_clock_stepping_back_carries_forward_then_refuses(connect: Any) -> None:

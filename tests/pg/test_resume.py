@@ -19,7 +19,7 @@ from psycopg import sql
 
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import install_if_missing, sql_version
+from tests.pg.conftest import install_if_missing, one_id, function_calls, sql_version
 from tests.pg.sample_layouts import NARROW
 
 SLOW_PATHS = {
@@ -40,38 +40,16 @@ def narrow_and_a_launch(pg_kwargs: dict[str, object]) -> None:
         )
 
 
-@pytest.fixture
-def counted(connect: Any) -> psycopg.Connection:
-    """A connection whose function calls count in pg_stat_user_functions."""
-    return connect(options="-c track_functions=all -c stats_fetch_consistency=none")
-
-
-def slow_path_calls(conn: psycopg.Connection, function: str) -> int:
-    conn.execute("SELECT pg_stat_force_next_flush()")
-    conn.execute("SELECT 1")  # the flush happens at this transaction's end
-    row = conn.execute(
-        "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
-        "WHERE schemaname = 'idfields' AND funcname = %s",
-        [function],
-    ).fetchone()
-    return int(row[0])
-
-
-def one_id(conn: psycopg.Connection, function: str) -> int:
-    query = sql.SQL("SELECT idfields.{}()").format(sql.Identifier(function))
-    return int(conn.execute(query).fetchone()[0])
-
-
 @pytest.mark.parametrize("function", list(SLOW_PATHS))
 def test_a_transactions_first_id_skips_the_slow_path(
     counted: psycopg.Connection, function: str
 ) -> None:
     """SQL 0002: 100 slow-path calls in 100 single-statement transactions."""
     ids = [one_id(counted, function)]  # claims
-    before = slow_path_calls(counted, SLOW_PATHS[function])
+    before = function_calls(counted, SLOW_PATHS[function])
     ids += [one_id(counted, function) for _ in range(100)]
     # lease renewals (twice a second at most) and traceid's new seconds may still take it
-    assert slow_path_calls(counted, SLOW_PATHS[function]) - before <= 10
+    assert function_calls(counted, SLOW_PATHS[function]) - before <= 10
     assert len(set(ids)) == len(ids)
 
 
@@ -83,10 +61,10 @@ def test_an_insert_default_resumes_too(counted: psycopg.Connection) -> None:
     )  # fmt: skip
     insert = sql.SQL("INSERT INTO {} (v) VALUES (1)").format(table)
     counted.execute(insert)
-    before = slow_path_calls(counted, "time_slow_path")
+    before = function_calls(counted, "time_slow_path")
     for _ in range(100):
         counted.execute(insert)
-    assert slow_path_calls(counted, "time_slow_path") - before <= 10
+    assert function_calls(counted, "time_slow_path") - before <= 10
 
 
 def test_a_position_off_the_claims_node_takes_the_slow_path(connect: Any) -> None:
@@ -106,10 +84,10 @@ def test_a_position_off_the_claims_node_takes_the_slow_path(connect: Any) -> Non
 
 def test_a_limit_in_the_past_renews_through_the_slow_path(counted: psycopg.Connection) -> None:
     one_id(counted, "next_snowflake")
-    before = slow_path_calls(counted, "time_slow_path")
+    before = function_calls(counted, "time_slow_path")
     counted.execute("SELECT set_config('idfields.snowflake_limit', '0', false)")
     one_id(counted, "next_snowflake")
-    assert slow_path_calls(counted, "time_slow_path") - before == 1
+    assert function_calls(counted, "time_slow_path") - before == 1
     limit = counted.execute("SELECT current_setting('idfields.snowflake_limit')").fetchone()[0]
     assert int(limit) > 0  # the slow path set it again
 

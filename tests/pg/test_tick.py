@@ -1,0 +1,108 @@
+"""SQL 0004: a growing layout's first ID of a transaction and its ID in a new tick take one lean
+PL/pgSQL call, ``idfields.next_<layout>_tick()``, with the layout's geometry as literals,
+instead of the generic ``idfields.time_next()`` (issue 15: single-row autocommit throughput;
+PL/pgSQL sets up every expression it evaluates again in each transaction).
+
+Against SQL 0003 (``IDFIELDS_TEST_SQL_VERSION=0003``) the first tests count one generic call
+per transaction (100 of 100).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from idfields.layouts import SNOWFLAKE
+from idfields.sql.layouts import render_layout_function
+from tests.pg.conftest import Connect, function_calls, install_if_missing, one_id, sql_version
+from tests.pg.sample_layouts import NARROW, TAGGED
+from tests.pg.test_hardening import drop_role, grant_as_readme
+
+# growing layouts: the snowflake, one with a 4-bit sequence, one with constants in every gap
+GROWING = ["next_snowflake", "next_narrow", "next_tagged"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def user_layouts(pg_kwargs: dict[str, object]) -> None:
+    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        install_if_missing(conn)
+        for layout in (NARROW, TAGGED):
+            conn.execute(render_layout_function(layout, sql_version())[0].encode())
+
+
+@pytest.mark.parametrize("function", GROWING)
+def test_single_row_transactions_skip_the_generic_path(
+    counted: psycopg.Connection[Any], function: str
+) -> None:
+    ids = [one_id(counted, function)]  # claims
+    before = function_calls(counted, "time_next")
+    ids += [one_id(counted, function) for _ in range(100)]
+    # a lease renewal (about twice a second) and a carried sequence still take it
+    assert function_calls(counted, "time_next") - before <= 10
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+
+def test_single_row_inserts_skip_the_generic_path(counted: psycopg.Connection[Any]) -> None:
+    table = sql.Identifier(f"tick_{secrets.token_hex(3)}")
+    counted.execute(
+        sql.SQL("CREATE TEMPORARY TABLE {} (id bigint PRIMARY KEY "
+                "DEFAULT idfields.next_snowflake(), v integer)").format(table)
+    )  # fmt: skip
+    insert = sql.SQL("INSERT INTO {} (v) VALUES (1)").format(table)
+    counted.execute(insert)
+    before = function_calls(counted, "time_next")
+    for _ in range(100):
+        counted.execute(insert)
+    assert function_calls(counted, "time_next") - before <= 10
+    assert counted.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (101,)
+
+
+@pytest.fixture
+def readme_role(connect: Connect, pg_kwargs: dict[str, object]) -> Iterator[str]:
+    """A login role with exactly the README's grants: the tick function is not a test hook."""
+    admin = connect()
+    role = f"idfields_tick_{secrets.token_hex(3)}"
+    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+    grant_as_readme(admin, role, str(pg_kwargs["dbname"]))
+    yield role
+    drop_role(admin, role)
+
+
+def test_a_tick_from_the_caller_never_moves_ids_off_the_clock(
+    connect: Connect, readme_role: str
+) -> None:
+    """The tick function is callable by every role, with any tick: a tick past the lease or
+    behind the last ID goes to the slow path, which refuses a tick that is not the clock's to
+    a caller who may not run the test hook."""
+    conn = connect(user=readme_role)
+    first = one_id(conn, "next_snowflake")
+    tick = SNOWFLAKE.decode(first).values["timestamp"]
+    for foreign in (tick + 10**7, tick + 5_000, 0):
+        with pytest.raises(psycopg.errors.InvalidParameterValue, match="is not the clock's"):
+            conn.execute("SELECT idfields.next_snowflake_tick(%s, NULL)", [foreign])
+    after = one_id(conn, "next_snowflake")
+    assert after > first
+    assert SNOWFLAKE.decode(after).values["timestamp"] - tick < 5_000
+
+
+def test_a_tick_inside_the_lease_is_the_next_id(connect: Connect) -> None:
+    """What the tick function issues for a tick the lease covers: the first ID of that tick on
+    the claim's node (or the next ID, when the position is already there)."""
+    conn = connect()
+    first = one_id(conn, "next_snowflake")
+    values = SNOWFLAKE.decode(first).values
+    ahead = conn.execute(
+        "SELECT idfields.next_snowflake_tick(%s, NULL)", [values["timestamp"] + 100]
+    ).fetchone()[0]
+    assert SNOWFLAKE.decode(ahead).values == {
+        "timestamp": values["timestamp"] + 100, "node": values["node"], "sequence": 0,
+    }  # fmt: skip
+    again = conn.execute(
+        "SELECT idfields.next_snowflake_tick(%s, NULL)", [values["timestamp"]]
+    ).fetchone()[0]
+    assert again == ahead + 1  # never behind the last ID
