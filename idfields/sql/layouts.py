@@ -586,12 +586,15 @@ def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     base = f"claim[1]::bigint << {shape.node_shift}" + (f" | {low}" if low else "")
     # the bits of an ID outside its timestamp and sequence (node, constants, sign) are base's
     others = ~((((1 << shape.ts_bits) - 1) << s) | shape.seq_mask)
-    tick_of = f"next_id >> {s}" if not shape.top else f"(next_id >> {s}) & {(1 << shape.ts_bits) - 1}"
+    tick_of = f"next_id >> {s}"
+    if shape.top:
+        tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
     clock = _clock(shape)
     rest = [_literal(name), _literal(layout.lease_key), "now_tick", *_geometry(shape)]
     rest += ["visible_lease", str(shape.top)]
     setting = f"idfields.{name}"
-    create = f"""CREATE OR REPLACE FUNCTION idfields.{function}(now_tick bigint, visible_lease regclass)
+    signature = f"idfields.{function}(now_tick bigint, visible_lease regclass)"
+    create = f"""CREATE OR REPLACE FUNCTION {signature}
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
 SET search_path = pg_catalog, pg_temp

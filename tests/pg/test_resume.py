@@ -19,7 +19,7 @@ from psycopg import sql
 
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import install_if_missing, one_id, function_calls, sql_version
+from tests.pg.conftest import function_calls, install_if_missing, one_id, sql_version
 from tests.pg.sample_layouts import NARROW
 
 SLOW_PATHS = {
