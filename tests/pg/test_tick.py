@@ -10,6 +10,7 @@ per transaction (100 of 100).
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -106,3 +107,15 @@ def test_a_tick_inside_the_lease_is_the_next_id(connect: Connect) -> None:
         "SELECT idfields.next_snowflake_tick(%s, NULL)", [values["timestamp"]]
     ).fetchone()[0]
     assert again == ahead + 1  # never behind the last ID
+
+
+def test_a_restarted_sequence_is_never_taken_for_a_fresh_one(connect: Connect) -> None:
+    """ALTER SEQUENCE ... RESTART on the backend's temporary sequence between transactions: its
+    last value reads NULL, and the next ID must not be the first of the tick again."""
+    conn = connect()
+    tick = SNOWFLAKE.tick_of(time.time_ns())
+    first = [conn.execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]]
+    first += [conn.execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]]
+    conn.execute("ALTER SEQUENCE pg_temp.idfields_snowflake RESTART")
+    after = conn.execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]
+    assert after not in first

@@ -494,11 +494,11 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    seq regclass := NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid;
     claim text[] := pg_catalog.string_to_array(
         pg_catalog.current_setting('idfields.snowflake_lease', true), ':');
-    base bigint := claim[1]::bigint << 12;
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid;
     resuming boolean := seq IS NULL;
+    last bigint;
     next_id bigint;
 BEGIN
     -- The transaction's first ID: the claim's sequence, if it is still this very one, the
@@ -510,18 +510,19 @@ BEGIN
         AND pg_catalog.current_setting('transaction_read_only') = 'off'
     THEN
         seq := claim[4]::oid;
-        PERFORM pg_catalog.setval(seq, pg_catalog.pg_sequence_last_value(seq));
     END IF;
     now_tick := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
-    next_id := GREATEST(pg_catalog.currval(seq) + 1, (now_tick << 22) | base);
-    -- A NULL anywhere (no switch, no claim, no limit) fails the test: the generic path.
-    IF seq IS NOT NULL AND (next_id # base) & -9223372036850585600 = 0
+    -- Few, small expressions, no PERFORM: PL/pgSQL sets each up again in every transaction.
+    last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
+    next_id := GREATEST(last + 1, (now_tick << 22) | (claim[1]::bigint << 12));
+    -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
+    IF last < next_id AND (next_id # (claim[1]::bigint << 12)) & -9223372036850585600 = 0
         AND next_id >> 22 <= now_tick + 1000
         AND next_id >> 22 <= NULLIF(
             pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
     THEN
         IF resuming THEN
-            PERFORM pg_catalog.set_config('idfields.snowflake', claim[4], true);
+            claim[1] := pg_catalog.set_config('idfields.snowflake', claim[4], true);
         END IF;
         RETURN pg_catalog.setval(seq, next_id);
     END IF;
