@@ -110,7 +110,7 @@ PARTS = {
     "nextval": "pg_catalog.nextval('pg_temp.idfields_bench_nextval')",
     "whole": "idfields.next_snowflake()",
 }
-# What the attempts on SQL 0003's hot path gave: backend time per transaction (a procedure
+# What the attempts on the hot path gave (SQL 0003): backend time per transaction (a procedure
 # committing after each INSERT, plain or through EXECUTE), 1M-row bulk ratio and planning time,
 # medians of 3-5 interleaved rounds on the shared 2-core machine.
 ATTEMPTS = (
@@ -120,8 +120,49 @@ ATTEMPTS = (
     "with synchronous_commit off), prepared +8 us/txn (pgbench 0.57x -> 0.55x), bulk 1.68x -> "
     "1.60x, no JIT at 1M rows; without its SET search_path -4 us/txn (not kept: a hostile "
     "search_path would run); a write-first setval() saves no read. The floor is the "
-    "transaction-local switch: three setting reads a row"
+    "transaction-local switch: three setting reads a row (nextval() would read it once, but "
+    "it moves the caller's lastval())"
 )
+# What the attempts on a transaction's first ID gave (SQL 0004), measured as per_transaction_note
+# measures, medians of 5-7 interleaved runs on the shared 2-core machine (spread +-30%).
+ATTEMPTS_PER_TRANSACTION = (
+    "attempts: the first ID of a transaction and of a new tick through one small PL/pgSQL "
+    "function per layout, next_<layout>_tick(), its geometry as literals, instead of the "
+    "generic time_next() with 18 arguments (SQL 0004, kept): generic calls per 100 single-row "
+    "transactions 100 -> 0-2, a transaction's first ID 36 -> 19 us; no PERFORM in it (an "
+    "executor run each) -3 us; without its SET search_path: within noise (not kept). What is "
+    "left of it is mostly PL/pgSQL setting its expressions up again in every transaction. "
+    "Planning: about 70% is reading the stored bodies of next_snowflake() and clock_ms() "
+    "(stringToNode, pglz); a two-level body (3.6 + 3.8 KB instead of 6.9 + 2.1 KB) or the "
+    "clock written in: within noise. A default that is not inlined (a PL/pgSQL function, like "
+    "Instagram's next_id()) costs about 8 us a transaction and no planning, but 3x IDENTITY a "
+    "row in bulk: the per-row target rules it out"
+)
+# A transaction's first ID in the backend, planned once (as prepared statements are) or per
+# statement (as the simple protocol is): a procedure that commits after each call.
+PER_TRANSACTION = """
+CREATE SCHEMA IF NOT EXISTS idfields_bench_tx;
+CREATE SEQUENCE IF NOT EXISTS idfields_bench_tx.s;
+CREATE OR REPLACE PROCEDURE idfields_bench_tx.first_ids(
+    what text, n integer, planned boolean, INOUT us double precision DEFAULT 0)
+LANGUAGE plpgsql AS $$
+DECLARE
+    started timestamptz := clock_timestamp();
+    id bigint;
+BEGIN
+    FOR i IN 1..n LOOP
+        IF planned THEN
+            EXECUTE 'SELECT ' || what INTO id;
+        ELSIF what = 'idfields.next_snowflake()' THEN
+            id := idfields.next_snowflake();
+        ELSE
+            id := nextval('idfields_bench_tx.s');
+        END IF;
+        COMMIT;
+    END LOOP;
+    us := extract(epoch FROM clock_timestamp() - started) * 1e6 / n;
+END $$;
+"""
 
 TAKE_SET = "INSERT INTO {table} (id, payload) SELECT id, 0 FROM idfields.take_snowflake(%s) t(id)"
 TAKE_ARRAY = (
@@ -254,6 +295,35 @@ def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
     )
 
 
+def per_transaction_note(conn: psycopg.Connection[Any], quick: bool) -> str:
+    """What a single-row transaction pays for ``next_snowflake()`` in the backend: its first
+    ID against ``nextval()``'s, planned once and planned per statement (medians of 5 runs,
+    ``synchronous_commit`` off, so the flush's wait is out)."""
+    count, rounds = (300, 3) if quick else (2000, 5)
+    conn.execute(PER_TRANSACTION)
+    conn.execute("SET synchronous_commit = off")
+    ours, theirs = "idfields.next_snowflake()", "nextval('idfields_bench_tx.s')"
+    subjects: dict[tuple[str, bool], list[float]] = {
+        (what, planned): [] for what in (ours, theirs) for planned in (False, True)
+    }
+    call = "CALL idfields_bench_tx.first_ids(%s, %s, %s)"
+    try:
+        for _ in range(rounds):
+            for (what, planned), runs in subjects.items():
+                runs.append(float(conn.execute(call, [what, count, planned]).fetchone()[0]))
+    finally:
+        conn.execute("RESET synchronous_commit")
+        conn.execute("DROP SCHEMA idfields_bench_tx CASCADE")
+    us = {key: statistics.median(runs) for key, runs in subjects.items()}
+    planning = (us[ours, True] - us[ours, False]) - (us[theirs, True] - us[theirs, False])
+    return (
+        f"per transaction in the backend (synchronous_commit off): the first next_snowflake() "
+        f"{us[ours, False]:.1f} us against nextval()'s {us[theirs, False]:.1f} planned once; "
+        f"{us[ours, True]:.1f} against {us[theirs, True]:.1f} planned per statement (planning "
+        f"the inlined hot path: {planning:.1f} us). {ATTEMPTS_PER_TRANSACTION}"
+    )
+
+
 def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
     count, rounds = (20_000, 2) if quick else (1_000_000, 3)
     candidates, absent = _install(conn)
@@ -293,6 +363,7 @@ def single_row_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
     for candidate in candidates:
         _fresh(conn, candidate)
     rows: list[Row] = []
+    spent = per_transaction_note(conn, quick)
     settings = [(sync, prepared) for sync in (True, False) for prepared in (False, True)]
     for synchronous, prepared in settings:
         bench = Pgbench(
@@ -315,9 +386,10 @@ def single_row_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
             # the target holds where an application runs: synchronous_commit on
             group += "" if synchronous else ", synchronous_commit off"
             targets = {SNOWFLAKE.name: 0.8} if synchronous else {}
+            notes = {IDENTITY.name: bench.how} | ({SNOWFLAKE.name: spent} if synchronous else {})
             rows += paired_rows(
-                group, "tps", result, IDENTITY.name, targets=targets,
-                notes={IDENTITY.name: bench.how}, higher_is_better=True,
+                group, "tps", result, IDENTITY.name, targets=targets, notes=notes,
+                higher_is_better=True,
             )  # fmt: skip
     for candidate in candidates:
         conn.execute(pgsql.SQL("DROP TABLE {}").format(_table(candidate)))
