@@ -310,7 +310,8 @@ def per_transaction_note(conn: psycopg.Connection[Any], quick: bool) -> str:
     try:
         for _ in range(rounds):
             for (what, planned), runs in subjects.items():
-                runs.append(float(conn.execute(call, [what, count, planned]).fetchone()[0]))
+                (spent,) = conn.execute(call, [what, count, planned]).fetchone() or (0.0,)
+                runs.append(float(spent))
     finally:
         conn.execute("RESET synchronous_commit")
         conn.execute("DROP SCHEMA idfields_bench_tx CASCADE")
