@@ -4,11 +4,13 @@ empty databases for the tests that install or drop the functions themselves."""
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import databases
@@ -21,6 +23,7 @@ from schema_ddl import create_tables
 from idfields import sql
 
 TABLES = ";\n".join(create_tables("postgresql")) + ";"
+README = Path(__file__).parents[2] / "README.md"
 
 Connect = Callable[..., "psycopg.Connection[tuple[Any, ...]]"]
 
@@ -111,6 +114,54 @@ def function_calls(conn: psycopg.Connection[Any], function: str) -> int:
 def one_id(conn: psycopg.Connection[Any], function: str) -> int:
     query = pgsql.SQL("SELECT idfields.{}()").format(pgsql.Identifier(function))
     return int(conn.execute(query).fetchone()[0])
+
+
+def readme_grants() -> str:
+    """The grant block of the README's database section, for role ``app`` on ``mydb``."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## IDs made inside PostgreSQL") :]
+    match = re.search(r"```sql\n(GRANT .*?)```", section, re.DOTALL)
+    assert match is not None, "the README's database section lists the grants in a sql block"
+    return match.group(1)
+
+
+def grant_as_readme(admin: psycopg.Connection[Any], role: str, database: str) -> None:
+    script = readme_grants().replace(" app;", f" {role};").replace(" app ", f" {role} ")
+    admin.execute(script.replace(" mydb ", f" {database} ").encode())
+
+
+@pytest.fixture
+def app_role(connect: Connect, pg_kwargs: dict[str, object]) -> Iterator[str]:
+    """A login role with exactly the README's grants (PUBLIC keeps its defaults)."""
+    admin = connect()
+    role = f"idfields_app_{secrets.token_hex(3)}"
+    admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+    grant_as_readme(admin, role, str(pg_kwargs["dbname"]))
+    yield role
+    drop_role(admin, role)
+
+
+def drop_role(admin: psycopg.Connection[Any], role: str) -> None:
+    admin.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role]
+    )
+    name = pgsql.Identifier(role)
+    admin.execute(pgsql.SQL("DROP OWNED BY {}").format(name))
+    admin.execute(pgsql.SQL("DROP ROLE {}").format(name))
+
+
+def single_row_inserts(conn: psycopg.Connection[Any], count: int) -> None:
+    """``count`` single-row INSERTs, each its own transaction, into a new temporary table whose
+    key is ``DEFAULT idfields.next_snowflake()``; every one must land."""
+    table = pgsql.Identifier(f"single_rows_{secrets.token_hex(3)}")
+    conn.execute(
+        pgsql.SQL("CREATE TEMPORARY TABLE {} (id bigint PRIMARY KEY "
+                  "DEFAULT idfields.next_snowflake(), v integer)").format(table)
+    )  # fmt: skip
+    insert = pgsql.SQL("INSERT INTO {} (v) VALUES (1)").format(table)
+    for _ in range(count):
+        conn.execute(insert)
+    assert conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (count,)
 
 
 @pytest.fixture

@@ -9,10 +9,8 @@ are in the docstrings.
 
 from __future__ import annotations
 
-import re
 import secrets
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -28,10 +26,15 @@ from idfields.coordination.leases import lease_lock_key
 from idfields.layouts import SNOWFLAKE
 from idfields.migrations import convert
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import fill_but, install_if_missing, sql_version
+from tests.pg.conftest import (
+    drop_role,
+    fill_but,
+    grant_as_readme,
+    install_if_missing,
+    sql_version,
+)
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
-README = Path(__file__).parents[2] / "README.md"
 EPOCH_MS = 1_704_067_200_000
 
 
@@ -64,40 +67,6 @@ def user_layouts(pg_kwargs: dict[str, object]) -> None:
         conn.execute(
             "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
         )
-
-
-def readme_grants() -> str:
-    """The grant block of the README's database section, for role ``app`` on ``mydb``."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## IDs made inside PostgreSQL") :]
-    match = re.search(r"```sql\n(GRANT .*?)```", section, re.DOTALL)
-    assert match is not None, "the README's database section lists the grants in a sql block"
-    return match.group(1)
-
-
-def grant_as_readme(admin: psycopg.Connection, role: str, database: str) -> None:
-    script = readme_grants().replace(" app;", f" {role};").replace(" app ", f" {role} ")
-    admin.execute(script.replace(" mydb ", f" {database} ").encode())
-
-
-@pytest.fixture
-def app_role(connect: Any, pg_kwargs: dict[str, object]) -> Iterator[str]:
-    """A login role with exactly the README's grants (PUBLIC keeps its defaults)."""
-    admin = connect()
-    role = f"idfields_app_{secrets.token_hex(3)}"
-    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-    grant_as_readme(admin, role, str(pg_kwargs["dbname"]))
-    yield role
-    drop_role(admin, role)
-
-
-def drop_role(admin: psycopg.Connection, role: str) -> None:
-    admin.execute(
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role]
-    )
-    name = sql.Identifier(role)
-    admin.execute(sql.SQL("DROP OWNED BY {}").format(name))
-    admin.execute(sql.SQL("DROP ROLE {}").format(name))
 
 
 # -- 1. a pooler's reset ------------------------------------------------------------------------

@@ -19,7 +19,13 @@ from psycopg import sql
 
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import function_calls, install_if_missing, one_id, sql_version
+from tests.pg.conftest import (
+    function_calls,
+    install_if_missing,
+    one_id,
+    single_row_inserts,
+    sql_version,
+)
 from tests.pg.sample_layouts import NARROW
 
 SLOW_PATHS = {
@@ -54,16 +60,9 @@ def test_a_transactions_first_id_skips_the_slow_path(
 
 
 def test_an_insert_default_resumes_too(counted: psycopg.Connection) -> None:
-    table = sql.Identifier(f"resume_{secrets.token_hex(3)}")
-    counted.execute(
-        sql.SQL("CREATE TEMPORARY TABLE {} (id bigint PRIMARY KEY "
-                "DEFAULT idfields.next_snowflake(), v integer)").format(table)
-    )  # fmt: skip
-    insert = sql.SQL("INSERT INTO {} (v) VALUES (1)").format(table)
-    counted.execute(insert)
+    single_row_inserts(counted, 1)  # claims
     before = function_calls(counted, "time_slow_path")
-    for _ in range(100):
-        counted.execute(insert)
+    single_row_inserts(counted, 100)
     assert function_calls(counted, "time_slow_path") - before <= 10
 
 

@@ -9,20 +9,23 @@ per transaction (100 of 100).
 
 from __future__ import annotations
 
-import secrets
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from idfields.layouts import SNOWFLAKE
 from idfields.sql.layouts import render_layout_function
-from tests.pg.conftest import Connect, function_calls, install_if_missing, one_id, sql_version
+from tests.pg.conftest import (
+    Connect,
+    function_calls,
+    install_if_missing,
+    one_id,
+    single_row_inserts,
+    sql_version,
+)
 from tests.pg.sample_layouts import NARROW, TAGGED
-from tests.pg.test_hardening import drop_role, grant_as_readme
 
 # growing layouts: the snowflake, one with a 4-bit sequence, one with constants in every gap
 GROWING = ["next_snowflake", "next_narrow", "next_tagged"]
@@ -49,38 +52,19 @@ def test_single_row_transactions_skip_the_generic_path(
 
 
 def test_single_row_inserts_skip_the_generic_path(counted: psycopg.Connection[Any]) -> None:
-    table = sql.Identifier(f"tick_{secrets.token_hex(3)}")
-    counted.execute(
-        sql.SQL("CREATE TEMPORARY TABLE {} (id bigint PRIMARY KEY "
-                "DEFAULT idfields.next_snowflake(), v integer)").format(table)
-    )  # fmt: skip
-    insert = sql.SQL("INSERT INTO {} (v) VALUES (1)").format(table)
-    counted.execute(insert)
+    single_row_inserts(counted, 1)  # claims
     before = function_calls(counted, "time_next")
-    for _ in range(100):
-        counted.execute(insert)
+    single_row_inserts(counted, 100)
     assert function_calls(counted, "time_next") - before <= 10
-    assert counted.execute(sql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (101,)
-
-
-@pytest.fixture
-def readme_role(connect: Connect, pg_kwargs: dict[str, object]) -> Iterator[str]:
-    """A login role with exactly the README's grants: the tick function is not a test hook."""
-    admin = connect()
-    role = f"idfields_tick_{secrets.token_hex(3)}"
-    admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-    grant_as_readme(admin, role, str(pg_kwargs["dbname"]))
-    yield role
-    drop_role(admin, role)
 
 
 def test_a_tick_from_the_caller_never_moves_ids_off_the_clock(
-    connect: Connect, readme_role: str
+    connect: Connect, app_role: str
 ) -> None:
     """The tick function is callable by every role, with any tick: a tick past the lease or
     behind the last ID goes to the slow path, which refuses a tick that is not the clock's to
     a caller who may not run the test hook."""
-    conn = connect(user=readme_role)
+    conn = connect(user=app_role)
     first = one_id(conn, "next_snowflake")
     tick = SNOWFLAKE.decode(first).values["timestamp"]
     for foreign in (tick + 10**7, tick + 5_000, 0):
