@@ -627,7 +627,7 @@ BEGIN
         AND {tick_of} <= NULLIF(
             pg_catalog.current_setting({_literal(setting + "_limit")}, true), '')::bigint
     THEN
-        IF resuming THEN
+        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
             claim[1] := pg_catalog.set_config({_literal(setting)}, claim[4], true);
         END IF;
         RETURN pg_catalog.setval(seq, next_id);

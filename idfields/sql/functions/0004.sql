@@ -521,7 +521,7 @@ BEGIN
         AND next_id >> 22 <= NULLIF(
             pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
     THEN
-        IF resuming THEN
+        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
             claim[1] := pg_catalog.set_config('idfields.snowflake', claim[4], true);
         END IF;
         RETURN pg_catalog.setval(seq, next_id);

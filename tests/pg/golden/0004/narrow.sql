@@ -36,7 +36,7 @@ BEGIN
         AND next_id >> 14 <= NULLIF(
             pg_catalog.current_setting('idfields.narrow_limit', true), '')::bigint
     THEN
-        IF resuming THEN
+        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
             claim[1] := pg_catalog.set_config('idfields.narrow', claim[4], true);
         END IF;
         RETURN pg_catalog.setval(seq, next_id);
