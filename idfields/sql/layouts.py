@@ -538,13 +538,17 @@ def _slow_path_0002(layout: Layout, shape: _Shape, now: str) -> str:
     return f"idfields.time_slow_path({', '.join(_layout_arguments(layout, shape, now))})"
 
 
+def _given_tick(now: str) -> str:
+    """The tick a hot path hands to what it calls beyond its common case: the test hook's own;
+    next_<name>()'s NULL (the callee reads the clock), so its statement plans the inlined
+    clock once, not twice."""
+    return now if now == "now_tick" else "NULL"
+
+
 def _next_0003(layout: Layout, shape: _Shape, now: str) -> str:
     """SQL 0003's ``idfields.time_next()``: everything but the hot path's common case (the
-    transaction's first ID, a new tick, the slow path) behind one PL/pgSQL call. The test
-    hook passes its tick; next_<name>() passes NULL (the clock's tick), so its statement
-    plans the inlined clock once, not twice."""
-    tick = now if now == "now_tick" else "NULL"
-    arguments = [*_layout_arguments(layout, shape, tick), str(shape.top)]
+    transaction's first ID, a new tick, the slow path) behind one PL/pgSQL call."""
+    arguments = [*_layout_arguments(layout, shape, _given_tick(now)), str(shape.top)]
     return f"idfields.time_next({', '.join(arguments)})"
 
 
@@ -571,9 +575,8 @@ def _has_tick(shape: _Shape, version: str) -> bool:
 
 
 def _tick_call(shape: _Shape, now: str) -> str:
-    tick = now if now == "now_tick" else "NULL"
     function = _ident(f"next_{shape.name}_tick")
-    return f"idfields.{function}({tick}, pg_catalog.to_regclass('idfields_node_lease'))"
+    return f"idfields.{function}({_given_tick(now)}, pg_catalog.to_regclass('idfields_node_lease'))"
 
 
 def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
