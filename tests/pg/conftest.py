@@ -21,6 +21,8 @@ from psycopg import sql as pgsql
 from schema_ddl import create_tables
 
 from idfields import sql
+from idfields.layouts import Layout
+from idfields.sql.layouts import render_layout_function
 
 TABLES = ";\n".join(create_tables("postgresql")) + ";"
 README = Path(__file__).parents[2] / "README.md"
@@ -77,6 +79,18 @@ def install_if_missing(conn: psycopg.Connection[Any]) -> None:
     row = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
     if row is None or row[0] is None:  # another suite's teardown dropped the functions
         conn.execute(sql.load(sql_version()))
+
+
+def install_layouts(pg_kwargs: dict[str, object], *layouts: Layout) -> None:
+    """For a module fixture: the tables and functions (:func:`install_if_missing`), these user
+    layouts' functions in the SQL version under test, and launch 1 (DecimalId needs one)."""
+    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
+        install_if_missing(conn)
+        for layout in layouts:
+            conn.execute(render_layout_function(layout, sql_version())[0].encode())
+        conn.execute(
+            "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
+        )
 
 
 @pytest.fixture

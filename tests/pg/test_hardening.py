@@ -30,8 +30,7 @@ from tests.pg.conftest import (
     drop_role,
     fill_but,
     grant_as_readme,
-    install_if_missing,
-    sql_version,
+    install_layouts,
 )
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
@@ -60,13 +59,7 @@ def repeats(ids: list[int]) -> int:
 
 @pytest.fixture(scope="module", autouse=True)
 def user_layouts(pg_kwargs: dict[str, object]) -> None:
-    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
-        install_if_missing(conn)
-        for layout in (NARROW, WRAPPING):
-            conn.execute(render_layout_function(layout, sql_version())[0].encode())
-        conn.execute(
-            "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
-        )
+    install_layouts(pg_kwargs, NARROW, WRAPPING)
 
 
 # -- 1. a pooler's reset ------------------------------------------------------------------------

@@ -18,13 +18,11 @@ import pytest
 from psycopg import sql
 
 from idfields.layouts import SNOWFLAKE
-from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import (
     function_calls,
-    install_if_missing,
+    install_layouts,
     one_id,
     single_row_inserts,
-    sql_version,
 )
 from tests.pg.sample_layouts import NARROW
 
@@ -38,12 +36,7 @@ SLOW_PATHS = {
 
 @pytest.fixture(scope="module", autouse=True)
 def narrow_and_a_launch(pg_kwargs: dict[str, object]) -> None:
-    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
-        install_if_missing(conn)
-        conn.execute(render_layout_function(NARROW, sql_version())[0].encode())
-        conn.execute(
-            "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
-        )
+    install_layouts(pg_kwargs, NARROW)
 
 
 @pytest.mark.parametrize("function", list(SLOW_PATHS))

@@ -16,14 +16,12 @@ import psycopg
 import pytest
 
 from idfields.layouts import SNOWFLAKE
-from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import (
     Connect,
     function_calls,
-    install_if_missing,
+    install_layouts,
     one_id,
     single_row_inserts,
-    sql_version,
 )
 from tests.pg.sample_layouts import NARROW, TAGGED
 
@@ -33,10 +31,7 @@ GROWING = ["next_snowflake", "next_narrow", "next_tagged"]
 
 @pytest.fixture(scope="module", autouse=True)
 def user_layouts(pg_kwargs: dict[str, object]) -> None:
-    with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
-        install_if_missing(conn)
-        for layout in (NARROW, TAGGED):
-            conn.execute(render_layout_function(layout, sql_version())[0].encode())
+    install_layouts(pg_kwargs, NARROW, TAGGED)
 
 
 @pytest.mark.parametrize("function", GROWING)
