@@ -310,7 +310,7 @@ def per_transaction_note(conn: psycopg.Connection[Any], quick: bool) -> str:
     try:
         for _ in range(rounds):
             for (what, planned), runs in subjects.items():
-                (spent,) = conn.execute(call, [what, count, planned]).fetchone() or (0.0,)
+                (spent,) = conn.execute(call, [what, count, planned]).fetchall()[0]
                 runs.append(float(spent))
     finally:
         conn.execute("RESET synchronous_commit")
