@@ -57,6 +57,18 @@ def _worker(connect: Callable[[], Database], layout: Layout | str, ttl_s: float,
         os._exit(NO_NODE_EXIT)
 
 
+def _bare_worker(
+    connect: Callable[[], Database], layout: Layout | str, ttl_s: float, path: str
+) -> None:
+    """The same restart without idfields: connect, run one query, write a mark, wait to die.
+    Its rate is this machine's floor (fork, connection, kill) for the loop above."""
+    connect().execute("SELECT 1")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+    os.write(fd, os.getpid().to_bytes(8, "little"))
+    while True:
+        time.sleep(0.005)
+
+
 def _kill_once_issuing(process: multiprocessing.process.BaseProcess, path: Path) -> None:
     """SIGKILL a worker once it holds a node and issued (so every kill leaves a dead holder
     behind), or once it gave up; a slow start lowers the rate sustained, which is reported."""
@@ -77,9 +89,12 @@ def run(
     rate: float,
     workers: int,
     ttl_s: float = 60.0,
+    bare: bool = False,
 ) -> CrashLoopResult:
     """Start ``restarts`` workers at ``rate`` per second, ``workers`` alive at once; each
-    worker (a fork of this process) calls ``connect`` for its coordination database."""
+    worker (a fork of this process) calls ``connect`` for its coordination database. ``bare``
+    workers only connect (the machine's floor; their marks are not IDs)."""
+    worker = _bare_worker if bare else _worker
     with tempfile.TemporaryDirectory(prefix="idfields-crash-") as folder:
         live: list[tuple[multiprocessing.process.BaseProcess, Path]] = []
         ended: list[multiprocessing.process.BaseProcess] = []
@@ -91,7 +106,7 @@ def run(
                 _kill_once_issuing(victim, victim_path)
                 ended.append(victim)
             path = Path(folder) / f"{index}.ids"
-            process = _FORK.Process(target=_worker, args=(connect, layout, ttl_s, str(path)))
+            process = _FORK.Process(target=worker, args=(connect, layout, ttl_s, str(path)))
             process.start()
             live.append((process, path))
         for process, path in live:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
+DATABASE_PREFIX = "pg:"  # a database backend's holder: pg:<pid>:<backend start ms>
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ def parse(holder: str) -> Holder:
     if not holder:
         return Holder("released", "", None)
     parts = holder.split(":")
-    if parts[0] == "pg" and len(parts) >= 2:
+    if holder.startswith(DATABASE_PREFIX):
         return Holder("database", "database backend", _int(parts[1]))
     if len(parts) >= 5:
         host, pid, boot, start = ":".join(parts[:-4]), parts[-4], parts[-3], parts[-2]

@@ -56,6 +56,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 from idfields.coordination import holders
 from idfields.coordination.database import Database, check_length, insert_if_absent
@@ -161,12 +162,15 @@ class LeaseSource:
             "(manage.py idfields_nodes, or list_leases()) shows the holders"
         )
 
-    def _own_rows(self, layout: Layout, key: str, now: int) -> tuple[list[_Row], int]:
+    def _own_rows(
+        self, layout: Layout, key: str, now: int, *, others_only: bool = False
+    ) -> tuple[list[_Row], int]:
         """The node rows of ``key``, and the fence of every other layout of the same name (the
-        last time any of them may have issued); refuses while one is live."""
+        last time any of them may have issued); refuses while one is live. ``others_only``
+        reads the other layouts' rows alone (a claim's own key may hold every node)."""
         own: list[_Row] = []
         fence = 0
-        for row in self._same_name_rows(layout):
+        for row in self._same_name_rows(layout, key if others_only else None):
             if row.key == key:
                 own.append(row)
             elif row.holder and row.expires >= now:
@@ -204,15 +208,18 @@ class LeaseSource:
         """After a claim: a process of another layout of this name that claimed at the same
         time is seen now (its claim committed before our check, or ours before its check)."""
         try:
-            self._own_rows(layout, key, self._now_ms())
+            self._own_rows(layout, key, self._now_ms(), others_only=True)
         except NodeError:
             lease.release(0)
             raise
 
-    def _same_name_rows(self, layout: Layout) -> list[_Row]:
-        """Lease rows of every layout named like ``layout`` (bare name or ``name#...``)."""
+    def _same_name_rows(self, layout: Layout, except_key: str | None = None) -> list[_Row]:
+        """Lease rows of every layout named like ``layout`` (bare name or ``name#...``), but
+        those of ``except_key``."""
         bare = layout.lease_key.partition("#")[0]
         where, params = _named(bare)
+        if except_key is not None:
+            where, params = f"({where}) AND layout <> %s", [*params, except_key]
         rows = self._database.execute(
             "SELECT layout, node, holder, acquired_at_ms, expires_at_ms "  # noqa: S608
             f"FROM idfields_node_lease WHERE {where}",
@@ -294,9 +301,8 @@ class LeaseSource:
         return self._clock() // _NS_PER_MS
 
 
-@dataclass(frozen=True)
-class _Row:
-    """A lease row as a claim reads it."""
+class _Row(NamedTuple):
+    """A lease row as a claim reads it (a tuple: a claim may read a thousand of them)."""
 
     key: str
     node: int
@@ -462,7 +468,7 @@ def lease_lock_key(lease_key: str) -> int:
 def _backends(database: Database, rows: list[_Row]) -> tuple[set[int], int] | None:
     """PostgreSQL's live backend pids and its clock (ms), when a database backend holds a row."""
     if database.vendor != "postgresql" or not any(
-        holders.parse(row.holder).kind == "database" for row in rows
+        row.holder.startswith(holders.DATABASE_PREFIX) for row in rows
     ):
         return None
     found = database.execute(

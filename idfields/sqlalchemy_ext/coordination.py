@@ -151,5 +151,5 @@ def _run(connection: Connection, statement: TextClause, params: dict[str, object
             "call idfields.sqlalchemy_ext.add_tables(metadata)), or in an Alembic migration "
             "op.create_idfields_tables()"
         ) from error
-    rows = [tuple(row) for row in result] if result.returns_rows else []
+    rows = [tuple(row) for row in result.all()] if result.returns_rows else []  # one fetch
     return Result(rows=rows, rowcount=result.rowcount)
