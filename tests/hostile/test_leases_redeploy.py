@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from databases import DbUrl
 
-from idfields.coordination import Database, LeaseSource, Result
+from idfields.coordination import Database, LeaseSource, Result, list_leases
 from idfields.errors import NodeError
 from idfields.generators import IdGenerator, make_generator
 from idfields.layouts import Layout, Node, Timestamp
@@ -155,3 +155,44 @@ def test_a_lost_lease_and_a_dropped_connection_back_off_then_recover(
     assert second > first
     assert generator.node != {"node": lost}  # type: ignore[attr-defined]
     generator.close()
+
+
+class RacingDatabase:
+    """The real adapter, which runs ``race`` once, right after the first read of lease rows: a
+    process of another layout claiming between a claim's look at the table and its own claim."""
+
+    def __init__(self, inner: SQLAlchemyDatabase, race: Callable[[], object]) -> None:
+        self._inner = inner
+        self._race: Callable[[], object] | None = race
+
+    @property
+    def vendor(self) -> str:
+        return self._inner.vendor
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        result = self._inner.execute(sql, params)
+        if self._race is not None and sql.startswith("SELECT layout, node"):
+            race, self._race = self._race, None
+            race()
+        return result
+
+    def atomic(self) -> AbstractContextManager[None]:
+        return self._inner.atomic()
+
+
+def test_a_layout_claiming_under_the_same_name_meanwhile_is_seen_after_the_claim(
+    any_database: SQLAlchemyDatabase,
+) -> None:
+    clock = FakeClock()
+    old = leased(any_database, OLD, clock)
+    ids: list[int] = []
+    racing = RacingDatabase(any_database, lambda: ids.extend(old.take(1000)))
+    rolled_out = leased(racing, NEW, clock)
+    with pytest.raises(NodeError, match="differs from the layout of that name"):
+        rolled_out.take(1000)
+    held = [(row.layout, row.node) for row in list_leases(any_database, "orders") if row.live]
+    assert old.node is not None
+    assert held == [(OLD.lease_key, old.node["node"])]  # the refused claim gave its node back
+    ids += old.take(1000)
+    assert len(ids) == 2000 and len(set(ids)) == 2000
+    old.close()
