@@ -274,19 +274,22 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
 
 
 def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
-    """Where a row of ``DEFAULT next_snowflake()`` spends its time, in us: each part's median
-    over 3 runs of ``count`` rows, less the bare scan (JIT off: the parts, not its compiler)."""
+    """Where a row of ``DEFAULT next_snowflake()`` spends its time, in us: each part's fastest
+    of 5 runs of ``count`` rows (the order reversed every other run), less the bare scan's (JIT
+    off: the parts, not its compiler). The fastest, not the median: a scan of a CPU-bound
+    expression only ever gets slower from the machine's other work, and the parts are
+    differences of such scans, which the median of a few noisy runs can turn negative."""
     conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_nextval")
     spent: dict[str, list[float]] = {name: [] for name in PARTS}
     with conn.transaction():
         conn.execute("SET LOCAL jit = off")
         conn.execute("SELECT idfields.next_snowflake()")  # sets the transaction's switch
-        for _ in range(3):
-            for name, part in PARTS.items():
+        for run in range(5):
+            for name, part in list(PARTS.items())[:: -1 if run % 2 else 1]:
                 scan = pgsql.SQL("SELECT count({}) FROM pg_catalog.generate_series(1, {}) g")
                 query = scan.format(pgsql.SQL(part), pgsql.Literal(count))
                 spent[name].append(seconds(partial(conn.execute, query)))
-    us = {name: statistics.median(runs) / count * 1e6 for name, runs in spent.items()}
+    us = {name: min(runs) / count * 1e6 for name, runs in spent.items()}
     cost = {name: us[name] - us["none"] for name in PARTS if name != "none"}
     switch, currval = cost["switch"], cost["currval"] - cost["switch"]
     advance = cost["advance"] - 2 * switch - currval
