@@ -17,11 +17,11 @@ Every key is optional::
         "PERMUTATION_KEY": None,      # key of the public, non-enumerable ID permutation
     }
 
-Read through :func:`get_settings`, which rebuilds its value when Django's ``setting_changed``
-fires (tests use ``override_settings``). A value of the wrong type or out of range is replaced
-by its default and listed in ``IdFieldsSettings.problems``: the system checks report each one
-(``idfields.E008``), and the registry refuses to build a generator from such settings, so a
-typo never fails later as a bare ``TypeError`` or ``KeyError``.
+Read through :func:`get_settings`, whose value the ``setting_changed`` signal rebuilds in the
+thread that changed the setting (tests use ``override_settings``). A value of the wrong type or
+out of range is replaced by its default and listed in ``IdFieldsSettings.problems``: the system
+checks report each one (``idfields.E008``), and the registry refuses to build a generator from
+such settings, so a typo never fails later as a bare ``TypeError`` or ``KeyError``.
 """
 
 from __future__ import annotations
@@ -182,7 +182,15 @@ def get_settings() -> IdFieldsSettings:
     return IdFieldsSettings(**values, unknown_keys=unknown, problems=tuple(problems))
 
 
+def refresh_settings() -> IdFieldsSettings:
+    """Read ``IDFIELDS`` again now. Called in the thread that changed it (``setting_changed``):
+    ``override_settings`` swaps Django's settings in two steps, and a thread reading a setting
+    between them meets None for all of them, so other threads only ever use this snapshot."""
+    get_settings.cache_clear()
+    return get_settings()
+
+
 @receiver(setting_changed)
 def _reset(*, setting: str, **kwargs: Any) -> None:
     if setting == "IDFIELDS":
-        get_settings.cache_clear()
+        refresh_settings()

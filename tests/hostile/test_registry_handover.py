@@ -13,10 +13,11 @@ import threading
 from collections.abc import Callable, Iterator
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
 from idfields.errors import GeneratorClosed, NodeError
-from idfields.layouts import Layout
+from idfields.layouts import Layout, get_layout
 from idfields.nodes import NodeSource, StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_default
 from idfields.sqlalchemy_ext.registry import context_default
@@ -127,3 +128,22 @@ def test_override_settings_under_threads_never_repeats_an_id() -> None:
         ids = issue_while(reapply, field.next_id)  # type: ignore[union-attr]
     assert len(ids) > 1000
     assert duplicates(ids) == 0
+
+
+def test_a_generator_rebuilt_while_django_swaps_its_settings_uses_the_new_ones() -> None:
+    """override_settings swaps ``settings._wrapped`` by clearing the LazySettings' dict first:
+    a thread reading a setting in that window gets None for the whole settings object. Before
+    the fix, a worker rebuilding its generator in the window read IDFIELDS as absent, cached
+    that empty configuration and failed ('NoneType' object has no attribute 'DATABASES', seen
+    once in CI) or built from the wrong source; now the thread that changes the settings reads
+    them, in the setting_changed signal, and workers use that."""
+    static = {"NODE_SOURCE": "static", "NODE": 5}
+    field = Event._meta.pk
+    with override_settings(IDFIELDS=static):  # the signal closed the generators: rebuilt below
+        wrapped = settings._wrapped
+        settings.__dict__.clear()  # Django's window: reading any setting now meets None
+        try:
+            made = field.next_id()  # type: ignore[union-attr]
+        finally:
+            settings._wrapped = wrapped
+    assert get_layout("snowflake").decode(made).values["node"] == 5
