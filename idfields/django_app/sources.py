@@ -20,7 +20,7 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from idfields.coordination import DecimalSource, LeaseSource
-from idfields.django_app.conf import IdFieldsSettings, get_settings, refresh_settings
+from idfields.django_app.conf import IdFieldsSettings, get_settings
 from idfields.django_app.coordination import DjangoDatabase
 from idfields.errors import LayoutError, NodeError, NodeNotConfigured
 from idfields.generators import IdSource, make_generator
@@ -186,9 +186,9 @@ def _close_databases() -> None:
         database.close()
 
 
+# Django calls receivers in the order they connected: conf's, which re-reads IDFIELDS, connected
+# when this module imported conf, so a generator rebuilt after reset() sees the new value.
 @receiver(setting_changed)
 def _reset_on_change(*, setting: str, **kwargs: Any) -> None:
     if setting in ("IDFIELDS", "DATABASES"):
-        if setting == "IDFIELDS":  # first: a generator rebuilt after reset() must see the new
-            refresh_settings()  # value, whichever of the two receivers Django calls first
         reset()
