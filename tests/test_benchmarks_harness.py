@@ -7,6 +7,7 @@ are the medians of paired rounds, and the generator never ran ahead past its ske
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import statistics
@@ -87,6 +88,30 @@ def test_paired_alternates_the_order_and_pairs_ratios_within_a_round() -> None:
     assert rows["b"]["rounds"] == 4 and "ratio" not in rows["a"]
     lead = lead_row("g", "a", ["b", "c", "absent"], result, "ns")
     assert lead is not None and lead["baseline"] in {"b", "c"}
+
+
+class _Cycle:
+    """Garbage only the cyclic collector frees."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_no_measurement_starts_with_the_previous_ones_garbage() -> None:
+    """A subject leaving cycles behind: the next starts with nothing left to collect (else the
+    collection they make due would land in its run)."""
+    owed: list[int] = []
+
+    def measure(name: str) -> float:
+        owed.append(gc.collect() if name == "b" else 0)
+        if name == "a":
+            for _ in range(50):
+                _Cycle()
+        return 1.0
+
+    gc.collect()
+    paired(["a", "b"], 4, measure)
+    assert not any(owed)
 
 
 def test_readme_table_is_rewritten_between_the_markers() -> None:
