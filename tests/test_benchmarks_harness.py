@@ -24,7 +24,7 @@ from benchmarks.__main__ import discover, main, run_module
 from benchmarks.bench_generator import CALL_PURE, TAKE, ours_name
 from benchmarks.readme import END, START, rewrite
 from benchmarks.rows import Row, check_rows, judge
-from benchmarks.timing import lead_row, paired, paired_rows
+from benchmarks.timing import Paired, lead_row, paired, paired_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,6 +88,23 @@ def test_paired_alternates_the_order_and_pairs_ratios_within_a_round() -> None:
     assert rows["b"]["rounds"] == 4 and "ratio" not in rows["a"]
     lead = lead_row("g", "a", ["b", "c", "absent"], result, "ns")
     assert lead is not None and lead["baseline"] in {"b", "c"}
+
+
+def test_the_fastest_peer_is_picked_on_other_rounds_than_it_is_compared_on() -> None:
+    """Two tied peers: "lucky" has the single fastest round of all, but its luck is in the
+    rounds used for the comparison. The bar is the peer fastest on the odd rounds ("steady"),
+    and the ratio comes from the even rounds alone."""
+    values = {
+        "ours": [10.0, 10.0, 10.0, 10.0, 10.0, 10.0],
+        "lucky": [7.0, 11.0, 7.0, 11.0, 7.0, 11.0],  # median 9.0, fastest on even rounds
+        "steady": [10.0, 9.5, 10.0, 9.5, 10.0, 9.5],  # median 9.75, fastest on odd rounds
+    }
+    result = Paired(values, [1.0] * 6)
+    lead = lead_row("g", "ours", ["lucky", "steady"], result, "ns")
+    assert lead is not None
+    assert lead["baseline"] == "steady"
+    assert lead["ratio"] == pytest.approx(1.0)  # 10 / 10 on each even round
+    assert lead["rounds"] == 3
 
 
 class _Cycle:
