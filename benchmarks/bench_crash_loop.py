@@ -6,11 +6,16 @@ and run one query: the rate this machine sustains for forking, connecting and ki
 the report shows what a claim adds to a restart. The target is 100 restarts per second without a
 restart finding no node; ``make bench`` runs 3 rounds of 600 restarts each (the quick mode 1 of
 40); the 10-minute figure is ``python -m benchmarks.crash_loop URL --rate 100 --seconds 600``.
+
+The fleet leases from idfields tables in a schema of its own, dropped afterwards: its killed
+workers' leases stay live for their ttl, and on the shared tables they would leave the modules
+after this one (the database-side functions, which cannot tell a dead app process from a live
+one) no node to claim.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import create_engine
+from sqlalchemy import Engine, create_engine
 
 from benchmarks.crash_loop import CrashLoopResult
 from benchmarks.crash_loop import run as crash_loop
@@ -26,15 +31,39 @@ TARGET_RATE = 100.0
 IDFIELDS, BARE = "restarts sustained", "bare restarts (connect, one query)"
 
 
+SCHEMA = "idfields_bench_crash_loop"
+
+
+def _fleet_engine(url: str) -> Engine:
+    """An engine whose sessions find only the fleet's own idfields tables."""
+    return create_engine(url, connect_args={"options": f"-c search_path={SCHEMA}"})
+
+
+def _schema(url: str, *statements: str) -> None:
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.exec_driver_sql(statement.format(schema=SCHEMA))
+    engine.dispose()
+
+
 def run(quick: bool = False) -> list[Row]:
     url = sqlalchemy_url("postgresql")
-    metadata.create_all(create_engine(url))
+    _schema(url, "DROP SCHEMA IF EXISTS {schema} CASCADE", "CREATE SCHEMA {schema}")
+    try:
+        metadata.create_all(_fleet_engine(url))
+        return _rows(url, quick)
+    finally:
+        _schema(url, "DROP SCHEMA {schema} CASCADE")
+
+
+def _rows(url: str, quick: bool) -> list[Row]:
     rounds, restarts = (1, 40) if quick else (3, 600)
     results: list[CrashLoopResult] = []
 
     def measure(name: str) -> float:
         result = crash_loop(
-            lambda: SQLAlchemyDatabase(create_engine(url)),
+            lambda: SQLAlchemyDatabase(_fleet_engine(url)),
             restarts=restarts,
             rate=TARGET_RATE,
             workers=8,
