@@ -92,6 +92,12 @@ INSTAGRAM_ID = Candidate(
     "Instagram next_id()", "bigint DEFAULT idfields_bench_instagram.next_id()", unique=False
 )
 UUID4 = Candidate("gen_random_uuid()", "uuid DEFAULT gen_random_uuid()")
+# IDs the INSERT does not have to make (1..N), from the same row source as IDENTITY's.
+FLOOR = Candidate(
+    "no key work (generate_series)",
+    "bigint",
+    insert="INSERT INTO {table} (id, payload) SELECT g, 0 FROM generate_series(1, %s::bigint) g",
+)
 HEERANJID = Candidate(
     "HeeRanjID generate_ids()",
     "bigint",
@@ -146,6 +152,17 @@ ATTEMPTS_PER_TRANSACTION = (
     "clock written in: within noise. A default that is not inlined (a PL/pgSQL function, like "
     "Instagram's next_id()) costs about 8 us a transaction and no planning, but 3x IDENTITY a "
     "row in bulk: the per-row target rules it out"
+)
+# What the attempts on take_snowflake(n) gave (not shipped yet; a scratch database on SQL 0004,
+# 1M rows, CHECKPOINT before each run, 3-5 interleaved rounds against IDENTITY).
+TAKE_ATTEMPTS = (
+    "attempts: a PL/pgSQL function returning one (first_id, last_id) row per tick, expanded by "
+    "the INSERT itself (FROM take_ranges(n) r, generate_series(r.first_id, r.last_id)): "
+    "0.82x-0.84x in 8 rounds, against 0.95x-0.99x for take_snowflake(n) in 5 of them and "
+    "0.80x-0.81x for IDs streamed from generate_series with no key work at all; the same ranges "
+    "behind take_snowflake(n) as a SQL function (the API kept): 0.92x-0.93x, the set still "
+    "materialised once. Next step: take_<layout>_ranges(n) in a new SQL version, with its "
+    "migrations"
 )
 # A transaction's first ID in the backend, planned once (as prepared statements are) or per
 # statement (as the simple protocol is): a procedure that commits after each call.
@@ -277,7 +294,7 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
     conn.execute(INSTAGRAM)
     missing = _install_heeranjid(conn)
     take = _take_result_type(conn)
-    candidates = [IDENTITY, BIGSERIAL, SNOWFLAKE, INSTAGRAM_ID, UUID4]
+    candidates = [IDENTITY, BIGSERIAL, SNOWFLAKE, INSTAGRAM_ID, UUID4, FLOOR]
     absent: list[Row] = []
     if take is None:
         note = f"not installed: no {TAKE}(n) in SQL versions {', '.join(sql.available())}"
@@ -319,6 +336,29 @@ def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
         f"{3 * switch:.2f} + 2 currval() {2 * currval:.2f} + setval() {advance:.2f} + clock "
         f"{cost['clock']:.2f} + CASE and arithmetic {rest:.2f}; IDENTITY's nextval() "
         f"{cost['nextval']:.2f}. {ATTEMPTS}"
+    )
+
+
+def take_note(conn: psycopg.Connection[Any], count: int) -> str:
+    """What an ID of ``take_snowflake(n)`` costs outside an INSERT, beside ``nextval()`` and a
+    bare ``generate_series``: each one's fastest of 5 scans of ``count`` (as per_row_note)."""
+    scans = {
+        "take": "SELECT count(*) FROM idfields.take_snowflake(%s::bigint)",
+        "series": "SELECT count(*) FROM pg_catalog.generate_series(1, %s::bigint)",
+        "nextval": "SELECT count(pg_catalog.nextval('pg_temp.idfields_bench_nextval')) "
+        "FROM pg_catalog.generate_series(1, %s::bigint)",
+    }
+    spent: dict[str, list[float]] = {name: [] for name in scans}
+    conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_nextval")
+    for run in range(5):
+        for name, scan in list(scans.items())[:: -1 if run % 2 else 1]:
+            spent[name].append(seconds(partial(conn.execute, scan, [count])))
+    us = {name: min(runs) / count * 1e6 for name, runs in spent.items()}
+    return (
+        f"per ID outside an INSERT: take_snowflake(n) {us['take']:.2f} us (PL/pgSQL returns "
+        f"its set through a tuplestore), a bare generate_series {us['series']:.2f} us, "
+        f"IDENTITY's nextval() {us['nextval'] - us['series']:.2f} us over the series. "
+        f"{TAKE_ATTEMPTS}"
     )
 
 
@@ -370,6 +410,9 @@ def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
     timed: Paired[str] = paired(list(by_name), rounds, measure)
     notes = {c.name: _order_note(conn, c) for c in candidates if c is not IDENTITY}
     notes[SNOWFLAKE.name] += "; " + per_row_note(conn, count)
+    if "take_snowflake(n)" in notes:
+        notes["take_snowflake(n)"] += "; " + take_note(conn, count)
+    notes[FLOOR.name] += "; IDs the INSERT does not make: what the row and its index cost"
     group = f"PostgreSQL: INSERT ... SELECT {count:,} rows"
     targets = {SNOWFLAKE.name: 1.3, "take_snowflake(n)": 0.9}
     rows = paired_rows(group, "us/row", timed, IDENTITY.name, targets=targets, notes=notes)

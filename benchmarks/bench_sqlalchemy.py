@@ -58,6 +58,15 @@ LEAD_ATTEMPTS = (
     "INSERTs (insert(Model) rows, Core executemany) their keys before compiling: 1.01x and "
     "1.02x the per-row default's client CPU (not kept)"
 )
+# What an app-side key adds per row against the database's own key, beside the target rows.
+KEY_COST = (
+    "against the database's own key, a row carries one more parameter: SQLAlchemy runs the "
+    "column default (its per-row default loop; the ID call itself ~0.1 us), psycopg binds and "
+    "sends 8 more bytes, where the server's nextval() costs the other key ~0.1 us; with the "
+    "keys filled outside the timer the same insert measured 1.02x-1.04x client CPU (when "
+    "issue 15 was filed). Attempts: a before_execute listener filling the keys before compiling, "
+    "1.02x the per-row default's client CPU (not kept)"
+)
 TARGETS = {ORM: 1.0}  # issue 15; Core executemany on PostgreSQL adds its own, below
 DRIVERS = {"postgresql": ("psycopg",), "mysql": ("pymysql", "mysqldb")}
 VENDORS = {"postgresql": "PostgreSQL", "mysql": "MariaDB"}
@@ -218,7 +227,7 @@ def _path_rows(
         label = {f"{driver}|{name}": baseline if name == "baseline" else name for name in names}
         for result, suffix, goal in ((wall, "", target), (cpu, ", client CPU", None)):
             mine = Paired({label[s]: result.values[s] for s in label}, result.load)
-            out += _key_rows(group + suffix, mine, baseline, goal, keys)
+            out += _key_rows(group + suffix, mine, baseline, goal, keys, path == CORE)
     if len(engines) > 1:  # MariaDB: each driver against the first, in the same rounds
         for result, suffix in ((wall, ""), (cpu, ", client CPU")):
             group = f"MariaDB driver, {path} ({count:,} rows){suffix}"
@@ -231,12 +240,18 @@ def _path_rows(
 
 
 def _key_rows(
-    group: str, mine: Paired[str], baseline: str, target: float | None, keys: Keys
+    group: str,
+    mine: Paired[str],
+    baseline: str,
+    target: float | None,
+    keys: Keys,
+    costed: bool,
 ) -> list[Row]:
     """One driver's rows of one path: every key against the baseline, the missing peers, and
     ours against the fastest peer."""
     targets = {OURS: target} if target else {}
-    rows = paired_rows(group, "us/row", mine, baseline, targets=targets)
+    notes = {OURS: KEY_COST} if target and costed else {}
+    rows = paired_rows(group, "us/row", mine, baseline, targets=targets, notes=notes)
     rows += [make_row(group, name, None, "us/row", baseline, note=why)
              for name, why in keys.missing.items()]  # fmt: skip
     lead = lead_row(group, OURS, list(PEERS), mine, "us/row")
