@@ -3,10 +3,11 @@
 - Bulk: one ``INSERT ... SELECT`` of N rows (1M) per key kind into a fresh table: IDENTITY (the
   baseline), bigserial, the per-row ``DEFAULT idfields.next_snowflake()`` (target <= 1.3x),
   ``idfields.take_snowflake(n)`` when the installed SQL has it (target <= 0.9x; "not installed"
-  otherwise), Instagram's ``next_id()``, HeeRanjID's bulk ``generate_ids`` and a
-  ``gen_random_uuid()`` key; then each primary-key index's size (target <= 1.01x). Instagram's
-  function repeats IDs past 1,024 rows per millisecond, so its table gets a plain (non-unique)
-  index; the note counts every table's repeats and inversions.
+  otherwise) and its ranges, ``take_snowflake_ranges(n)`` expanded by the INSERT (<= 0.9x),
+  IDs the INSERT does not make (the floor), Instagram's ``next_id()``, HeeRanjID's bulk
+  ``generate_ids`` and a ``gen_random_uuid()`` key; then each primary-key index's size
+  (target <= 1.01x). Instagram's function repeats IDs past 1,024 rows per millisecond, so its
+  table gets a plain (non-unique) index; the note counts every table's repeats and inversions.
 - Single-row autocommit, pgbench-style: 1 and 8 clients each sending ``INSERT ... VALUES`` one
   transaction at a time (the ``pgbench`` binary with a custom script when on PATH, else a
   multi-process Python driver), with the simple protocol (planned per statement) and with
@@ -92,6 +93,14 @@ INSTAGRAM_ID = Candidate(
     "Instagram next_id()", "bigint DEFAULT idfields_bench_instagram.next_id()", unique=False
 )
 UUID4 = Candidate("gen_random_uuid()", "uuid DEFAULT gen_random_uuid()")
+# take_snowflake(n)'s IDs as one (first_id, last_id) row per tick, the INSERT expanding them
+# (SQL 0005).
+RANGES = Candidate(
+    "take_snowflake_ranges(n)",
+    "bigint",
+    insert="INSERT INTO {table} (id, payload) SELECT id, 0 "
+    "FROM idfields.take_snowflake_ranges(%s) r, generate_series(r.first_id, r.last_id) id",
+)
 # IDs the INSERT does not have to make (1..N), from the same row source as IDENTITY's.
 FLOOR = Candidate(
     "no key work (generate_series)",
@@ -153,16 +162,14 @@ ATTEMPTS_PER_TRANSACTION = (
     "Instagram's next_id()) costs about 8 us a transaction and no planning, but 3x IDENTITY a "
     "row in bulk: the per-row target rules it out"
 )
-# What the attempts on take_snowflake(n) gave (not shipped yet; a scratch database on SQL 0004,
-# 1M rows, CHECKPOINT before each run, 3-5 interleaved rounds against IDENTITY).
+# What the attempts on take_snowflake(n) gave (1M rows, CHECKPOINT before each run, 3-5
+# interleaved rounds against IDENTITY, in a scratch database).
 TAKE_ATTEMPTS = (
-    "attempts: a PL/pgSQL function returning one (first_id, last_id) row per tick, expanded by "
-    "the INSERT itself (FROM take_ranges(n) r, generate_series(r.first_id, r.last_id)): "
-    "0.82x-0.84x in 8 rounds, against 0.95x-0.99x for take_snowflake(n) in 5 of them and "
-    "0.80x-0.81x for IDs streamed from generate_series with no key work at all; the same ranges "
-    "behind take_snowflake(n) as a SQL function (the API kept): 0.92x-0.93x, the set still "
-    "materialised once. Next step: take_<layout>_ranges(n) in a new SQL version, with its "
-    "migrations"
+    "attempts: the same IDs as one (first_id, last_id) row per tick that the INSERT expands "
+    "with generate_series (take_snowflake_ranges(n), SQL 0005, kept: its own row; 0.82x-0.84x "
+    "in 8 prototype rounds against 0.95x-0.99x for take_snowflake(n) and 0.80x-0.81x for IDs "
+    "streamed from generate_series with no key work); the ranges behind take_snowflake(n) as a "
+    "SQL function, its API kept: 0.92x-0.93x (not kept: the set is still materialised once)"
 )
 # A transaction's first ID in the backend, planned once (as prepared statements are) or per
 # statement (as the simple protocol is): a procedure that commits after each call.
@@ -294,7 +301,7 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
     conn.execute(INSTAGRAM)
     missing = _install_heeranjid(conn)
     take = _take_result_type(conn)
-    candidates = [IDENTITY, BIGSERIAL, SNOWFLAKE, INSTAGRAM_ID, UUID4, FLOOR]
+    candidates = [IDENTITY, BIGSERIAL, SNOWFLAKE, RANGES, INSTAGRAM_ID, UUID4, FLOOR]
     absent: list[Row] = []
     if take is None:
         note = f"not installed: no {TAKE}(n) in SQL versions {', '.join(sql.available())}"
@@ -414,10 +421,10 @@ def bulk_rows(conn: psycopg.Connection[Any], quick: bool) -> list[Row]:
         notes["take_snowflake(n)"] += "; " + take_note(conn, count)
     notes[FLOOR.name] += "; IDs the INSERT does not make: what the row and its index cost"
     group = f"PostgreSQL: INSERT ... SELECT {count:,} rows"
-    targets = {SNOWFLAKE.name: 1.3, "take_snowflake(n)": 0.9}
+    targets = {SNOWFLAKE.name: 1.3, "take_snowflake(n)": 0.9, RANGES.name: 0.9}
     rows = paired_rows(group, "us/row", timed, IDENTITY.name, targets=targets, notes=notes)
     rows += [{**row, "group": group} for row in absent]
-    index_targets = {SNOWFLAKE.name: 1.01, "take_snowflake(n)": 1.01}
+    index_targets = {SNOWFLAKE.name: 1.01, "take_snowflake(n)": 1.01, RANGES.name: 1.01}
     index = Paired(sizes, timed.load)
     rows += paired_rows(
         f"PostgreSQL: primary-key index after {count:,} rows", "MiB", index, IDENTITY.name,

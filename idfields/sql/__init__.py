@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-LATEST = "0004"
+LATEST = "0005"
 
 _VERSION = re.compile(r"\d{4}")
 _SCHEMA_TOKEN = "@lease_schema@"

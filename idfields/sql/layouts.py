@@ -25,6 +25,7 @@ and calls ``idfields.time_next()`` for the rest: the transaction's first ID (whi
 session's claim without the slow path), a new tick, the slow path. Version 0004 (over SQL 0004)
 gives a growing layout its own PL/pgSQL ``idfields.next_<name>_tick(now_tick, visible_lease)``
 for that rest, its geometry written in as literals (see 0004.sql); wrapping layouts are 0003's.
+Version 0005 (over SQL 0005) adds ``idfields.take_<name>_ranges(n)`` for bulk loads.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from idfields.errors import LayoutError
 from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
 
 #: SQL versions whose slow path user layouts can be rendered against.
-VERSIONS = ("0001", "0002", "0003", "0004")
+VERSIONS = ("0001", "0002", "0003", "0004", "0005")
 
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
@@ -101,7 +102,8 @@ class _Shape:
 
 def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, str]:
     """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)`` and
-    ``decode_<name>(bigint[, timestamptz])`` (and, from 0002, ``take_<name>(bigint)``)."""
+    ``decode_<name>(bigint[, timestamptz])`` (and, from 0002, ``take_<name>(bigint)``, from 0005
+    ``take_<name>_ranges(bigint)``)."""
     if version not in VERSIONS:
         raise ValueError(
             f"idfields renders layout functions for SQL versions {', '.join(VERSIONS)}, "
@@ -495,6 +497,7 @@ def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]
     decoder, drop_decoder = _render_decoder(layout, shape, atomic=True)
     arguments = ", ".join(_layout_arguments(layout, shape, "n"))
     tick, drop_tick = ("", "") if not _has_tick(shape, version) else _render_tick(layout, shape)
+    ranges, drop_ranges = _render_ranges(shape, arguments) if version >= "0005" else ("", "")
     create = (
         f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
         f"{_PIN}\n"
@@ -509,10 +512,12 @@ def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]
         f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
         f"BEGIN ATOMIC\n    SELECT idfields.take_ids({arguments});\nEND;\n\n"
+        f"{ranges}"
         f"{decoder}\n"
         f"{_UNPIN}"
     )
     drop = (
+        f"{drop_ranges}"
         f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
         f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
         f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
@@ -520,6 +525,20 @@ def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]
         f"{drop_decoder}"
     )
     return create, drop
+
+
+def _render_ranges(shape: _Shape, arguments: str) -> tuple[str, str]:
+    """(create SQL, drop SQL) of ``idfields.take_<name>_ranges(n)`` (0005): take_<name>(n)'s IDs
+    as one (first_id, last_id) row per tick, for the INSERT to expand (see 0005.sql)."""
+    function = _ident(f"take_{shape.name}_ranges")
+    create = (
+        f"CREATE OR REPLACE FUNCTION idfields.{function}(\n"  # noqa: S608 (no input)
+        f"    n bigint, OUT first_id bigint, OUT last_id bigint\n) RETURNS SETOF record\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250\n"
+        f"BEGIN ATOMIC\n    SELECT r.first_id, r.last_id\n"
+        f"    FROM idfields.take_id_ranges({arguments}) AS r;\nEND;\n\n"
+    )
+    return create, f"DROP FUNCTION IF EXISTS idfields.{function}(bigint);\n"
 
 
 def _layout_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:

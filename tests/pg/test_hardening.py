@@ -197,6 +197,9 @@ CALLS = [
     "(SELECT pg_catalog.count(*) FROM idfields.take_snowflake(5000))",
     "(SELECT pg_catalog.count(*) FROM idfields.take_traceid(5))",
     "(SELECT pg_catalog.count(*) FROM idfields.take_narrow(40))",
+    "(SELECT pg_catalog.count(*) FROM idfields.take_snowflake_ranges(5000))",
+    "(SELECT pg_catalog.count(*) FROM idfields.take_traceid_ranges(5))",
+    "(SELECT pg_catalog.count(*) FROM idfields.take_narrow_ranges(40))",
     "(idfields.decode_snowflake(384027384216551424)).node",
     "(idfields.decode_traceid(384027384216551424)).node_no",
     "(idfields.decode_traceid(384027384216551424, pg_catalog.clock_timestamp())).counter",
@@ -373,6 +376,10 @@ def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) ->
                     assert ids == sorted(set(ids))
                 taken = app.execute("SELECT count(*) FROM idfields.take_snowflake(10000)")
                 assert taken.fetchone() == (10_000,)
+                ranges = app.execute(
+                    "SELECT sum(last_id - first_id + 1) FROM idfields.take_snowflake_ranges(10000)"
+                )
+                assert ranges.fetchone() == (10_000,)
                 row = app.execute("SELECT (idfields.decode_snowflake(%s)).node", [ids[0]])
                 assert row.fetchone() is not None
                 with pytest.raises(psycopg.errors.InsufficientPrivilege):

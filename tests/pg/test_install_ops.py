@@ -127,6 +127,7 @@ def test_django_app_migrations_reverse_step_by_step_to_nothing(
         "0002_idfields_functions_0002",
         "0003_idfields_functions_0003",
         "0004_idfields_functions_0004",
+        "0005_idfields_functions_0005",
     ]
     steps = [import_module(f"idfields.django_app.migrations.{name}").Migration for name in names]
     left_by: list[set[str]] = []
@@ -144,7 +145,7 @@ def test_django_app_migrations_reverse_step_by_step_to_nothing(
 
 @pytest.mark.parametrize(
     ("older", "newer"),
-    [("0001", "0002"), ("0002", "0003"), ("0003", "0004"), ("0001", "0004")],
+    [("0001", "0002"), ("0002", "0003"), ("0003", "0004"), ("0004", "0005"), ("0001", "0005")],
 )
 def test_django_downgrade_leaves_exactly_the_older_version(
     django_connection: Any, empty_database: DbUrl, older: str, newer: str

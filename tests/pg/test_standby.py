@@ -22,6 +22,7 @@ GENERATORS = [
     "idfields.next_decimalid()",
     "(SELECT count(*) FROM idfields.take_snowflake(1000))",
     "(SELECT count(*) FROM idfields.take_traceid(10))",
+    "(SELECT count(*) FROM idfields.take_snowflake_ranges(1000))",
 ]
 
 

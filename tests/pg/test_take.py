@@ -1,5 +1,6 @@
 """Bulk IDs inside PostgreSQL: idfields.take_<layout>(n), the same IDs as n calls of
-next_<layout>(), validated once per tick."""
+next_<layout>(), validated once per tick; from SQL 0005 the same IDs as ranges,
+take_<layout>_ranges(n), one row per tick for the INSERT to expand."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from idfields import sql
 from idfields.layouts import SNOWFLAKE, TRACEID
+from tests.pg.conftest import sql_version
 
 
 def taken(conn: psycopg.Connection, function: str, n: int) -> list[int]:
@@ -37,6 +39,67 @@ def test_take_feeds_an_insert_select(connect: Any) -> None:
     conn.execute("CREATE TEMPORARY TABLE bulk (id bigint PRIMARY KEY, v integer)")
     conn.execute("INSERT INTO bulk (id, v) SELECT id, 1 FROM idfields.take_snowflake(100000) AS id")
     assert conn.execute("SELECT count(*) FROM bulk").fetchone() == (100_000,)
+
+
+def expanded(conn: psycopg.Connection, layout: str, n: int) -> list[int]:
+    query = (
+        f"SELECT id FROM idfields.take_{layout}_ranges(%s) AS r, "  # noqa: S608 (a fixed name)
+        "pg_catalog.generate_series(r.first_id, r.last_id) AS id"
+    )
+    return [row[0] for row in conn.execute(query.encode(), [n]).fetchall()]
+
+
+def needs_ranges() -> None:
+    if sql_version() < "0005":
+        pytest.skip(f"take_<layout>_ranges(n) is SQL 0005's; this run installs {sql_version()}")
+
+
+@pytest.mark.parametrize(("function", "layout"), [("snowflake", SNOWFLAKE), ("traceid", TRACEID)])
+def test_ranges_continue_the_backends_sequence_as_take_does(
+    connect: Any, function: str, layout: Any
+) -> None:
+    """Ranges, then take(n), then next(): one sequence of distinct IDs in the layout, each range
+    inside one tick (its IDs differ in the sequence bits only)."""
+    needs_ranges()
+    conn = connect()
+    before = conn.execute(f"SELECT idfields.next_{function}()".encode()).fetchone()[0]
+    query = f"SELECT first_id, last_id FROM idfields.take_{function}_ranges(20000)"  # noqa: S608
+    ranges = conn.execute(query.encode()).fetchall()
+    bulk = [i for first, last in ranges for i in range(first, last + 1)]
+    more = taken(conn, f"take_{function}", 5000)
+    after = conn.execute(f"SELECT idfields.next_{function}()".encode()).fetchone()[0]
+    ids = [before, *bulk, *more, after]
+    assert len(bulk) == 20_000 and len(set(ids)) == len(ids)
+    if function == "snowflake":
+        assert ids == sorted(ids)
+    assert all(layout.decode(i).in_layout for i in ids)
+    sequence_bits = layout.placed[-1].radix - 1
+    assert all(first & ~sequence_bits == last & ~sequence_bits for first, last in ranges)
+
+
+def test_ranges_from_two_sessions_never_overlap(connect: Any) -> None:
+    needs_ranges()
+    first, second = connect(), connect()
+    ids = expanded(first, "snowflake", 30_000) + expanded(second, "snowflake", 30_000)
+    ids += expanded(first, "snowflake", 30_000)
+    assert len(set(ids)) == len(ids) == 90_000
+
+
+def test_ranges_feed_an_insert_select(connect: Any) -> None:
+    needs_ranges()
+    conn = connect()
+    conn.execute("CREATE TEMPORARY TABLE bulk (id bigint PRIMARY KEY, v integer)")
+    conn.execute(
+        "INSERT INTO bulk (id, v) SELECT id, 1 FROM idfields.take_snowflake_ranges(100000) AS r, "
+        "pg_catalog.generate_series(r.first_id, r.last_id) AS id"
+    )
+    assert conn.execute("SELECT count(*), count(DISTINCT id) FROM bulk").fetchone() == (
+        100_000,
+        100_000,
+    )
+    assert expanded(conn, "snowflake", 0) == []
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match="n >= 0"):
+        expanded(conn, "snowflake", -1)
 
 
 def test_take_of_nothing_and_of_less_than_nothing(connect: Any) -> None:

@@ -1,0 +1,112 @@
+-- idfields 0005: ID functions of layout sparse, from idfields.sql.layouts.
+SELECT pg_catalog.set_config('idfields.install_search_path',
+    pg_catalog.current_setting('search_path'), true);
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+CREATE OR REPLACE FUNCTION idfields."next_sparse_tick"(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    claim text[] := pg_catalog.string_to_array(
+        pg_catalog.current_setting('idfields.sparse_lease', true), ':');
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid;
+    resuming boolean := seq IS NULL;
+    last bigint;
+    next_id bigint;
+BEGIN
+    -- The transaction's first ID: the claim's sequence, if it is still this very one, the
+    -- transaction may write and the caller finds the claim's lease table; the switch is set
+    -- only once the ID below passes too (time_next() trusts a set switch).
+    IF resuming
+        AND claim[4] = pg_catalog.to_regclass('pg_temp.idfields_sparse')::oid::text
+        AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+        AND pg_catalog.current_setting('transaction_read_only') = 'off'
+    THEN
+        seq := claim[4]::oid;
+    END IF;
+    now_tick := COALESCE(now_tick, ((idfields.clock_ms() - 1704067200000) / 10));
+    -- Few, small expressions, no PERFORM: PL/pgSQL sets each up again in every transaction.
+    last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
+    next_id := GREATEST(last + 1, (now_tick << 4) | (claim[1]::bigint << 2));
+    -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
+    IF last < next_id AND (next_id # (claim[1]::bigint << 2)) & -17592186044404 = 0
+        AND next_id >> 4 <= now_tick + 100
+        AND next_id >> 4 <= NULLIF(
+            pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
+    THEN
+        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
+            claim[1] := pg_catalog.set_config('idfields.sparse', claim[4], true);
+        END IF;
+        RETURN pg_catalog.setval(seq, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'sparse', 'sparse#dd74f73ed98f', now_tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease, 0);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_sparse_at"(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (now_tick << 4)) & -9223372036854775805) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
+        ELSE idfields."next_sparse_tick"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
+REVOKE ALL ON FUNCTION idfields."next_sparse_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_sparse"() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) / 10) << 4)) & -9223372036854775805) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
+        ELSE idfields."next_sparse_tick"(NULL, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_sparse"(n bigint) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
+BEGIN ATOMIC
+    SELECT idfields.take_ids('sparse', 'sparse#dd74f73ed98f', n, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_sparse_ranges"(
+    n bigint, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
+BEGIN ATOMIC
+    SELECT r.first_id, r.last_id
+    FROM idfields.take_id_ranges('sparse', 'sparse#dd74f73ed98f', n, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease')) AS r;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."decode_sparse"(
+    id bigint, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
+    OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
+)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT (id >> 4), ((id >> 2) & 3)::integer,
+        (id & 3)::integer, t.at,
+        CASE WHEN t.at BETWEEN -62135596800000 AND 253402300799999
+            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
+                + (t.at / 86400000) * interval '1 day'
+                + (t.at % 86400000) * interval '1 millisecond') END,
+        id > 0
+        AND (id >> 4) <= 1099511627775
+    FROM (SELECT 1704067200000 + w.tick * 10 AS at
+          FROM (SELECT (id >> 4) AS tick) AS w) AS t;
+END;
+
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.current_setting('idfields.install_search_path'), true);
+
+-- drop
+DROP FUNCTION IF EXISTS idfields."take_sparse_ranges"(bigint);
+DROP FUNCTION IF EXISTS idfields."take_sparse"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_sparse"();
+DROP FUNCTION IF EXISTS idfields."next_sparse_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_sparse_tick"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."decode_sparse"(bigint);

@@ -1,0 +1,117 @@
+-- idfields 0005: ID functions of layout tagged, from idfields.sql.layouts.
+SELECT pg_catalog.set_config('idfields.install_search_path',
+    pg_catalog.current_setting('search_path'), true);
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+CREATE OR REPLACE FUNCTION idfields."next_tagged_tick"(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    claim text[] := pg_catalog.string_to_array(
+        pg_catalog.current_setting('idfields.tagged_lease', true), ':');
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid;
+    resuming boolean := seq IS NULL;
+    last bigint;
+    next_id bigint;
+BEGIN
+    -- The transaction's first ID: the claim's sequence, if it is still this very one, the
+    -- transaction may write and the caller finds the claim's lease table; the switch is set
+    -- only once the ID below passes too (time_next() trusts a set switch).
+    IF resuming
+        AND claim[4] = pg_catalog.to_regclass('pg_temp.idfields_tagged')::oid::text
+        AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+        AND pg_catalog.current_setting('transaction_read_only') = 'off'
+    THEN
+        seq := claim[4]::oid;
+    END IF;
+    now_tick := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
+    -- Few, small expressions, no PERFORM: PL/pgSQL sets each up again in every transaction.
+    last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
+    next_id := GREATEST(last + 1, (now_tick << 15) | (claim[1]::bigint << 6 | 144115188075872289));
+    -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
+    IF last < next_id AND (next_id # (claim[1]::bigint << 6 | 144115188075872289)) & -72057594037895200 = 0
+        AND (next_id >> 15) & 2199023255551 <= now_tick + 1000
+        AND (next_id >> 15) & 2199023255551 <= NULLIF(
+            pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
+    THEN
+        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
+            claim[1] := pg_catalog.set_config('idfields.tagged', claim[4], true);
+        END IF;
+        RETURN pg_catalog.setval(seq, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'tagged', 'tagged#8c58ad8103bd', now_tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_tagged_at"(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1 - ((now_tick << 15) | 144115188075855872)) & -9223372036854775777) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
+        ELSE idfields."next_tagged_tick"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
+REVOKE ALL ON FUNCTION idfields."next_tagged_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_tagged"() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) << 15) | 144115188075855872)) & -9223372036854775777) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid::regclass) + 1)
+        ELSE idfields."next_tagged_tick"(NULL, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_tagged"(n bigint) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
+BEGIN ATOMIC
+    SELECT idfields.take_ids('tagged', 'tagged#8c58ad8103bd', n, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_tagged_ranges"(
+    n bigint, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
+BEGIN ATOMIC
+    SELECT r.first_id, r.last_id
+    FROM idfields.take_id_ranges('tagged', 'tagged#8c58ad8103bd', n, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease')) AS r;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."decode_tagged"(
+    id bigint, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
+    OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
+)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT ((id >> 15) & 2199023255551), ((id >> 6) & 255)::integer,
+        (id & 31)::integer, t.at,
+        CASE WHEN t.at BETWEEN -62135596800000 AND 253402300799999
+            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
+                + (t.at / 86400000) * interval '1 day'
+                + (t.at % 86400000) * interval '1 millisecond') END,
+        id > 0
+        AND (id >> 56) = 2
+        AND ((id >> 14) & 1) = 1
+        AND ((id >> 6) & 255) >= 3
+        AND ((id >> 6) & 255) <= 200
+        AND ((id >> 5) & 1) = 1
+        AND (id & 31) >= 1
+    FROM (SELECT 1704067200000 + w.tick AS at
+          FROM (SELECT ((id >> 15) & 2199023255551) AS tick) AS w) AS t;
+END;
+
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.current_setting('idfields.install_search_path'), true);
+
+-- drop
+DROP FUNCTION IF EXISTS idfields."take_tagged_ranges"(bigint);
+DROP FUNCTION IF EXISTS idfields."take_tagged"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_tagged"();
+DROP FUNCTION IF EXISTS idfields."next_tagged_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_tagged_tick"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."decode_tagged"(bigint);

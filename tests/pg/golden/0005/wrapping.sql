@@ -1,0 +1,81 @@
+-- idfields 0005: ID functions of layout wrapping, from idfields.sql.layouts.
+SELECT pg_catalog.set_config('idfields.install_search_path',
+    pg_catalog.current_setting('search_path'), true);
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+CREATE OR REPLACE FUNCTION idfields."next_wrapping_at"(now_tick bigint) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((now_tick & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+            & -1024) = 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', now_tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
+    END;
+END;
+REVOKE ALL ON FUNCTION idfields."next_wrapping_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_wrapping"() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+            & -1024) = 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', NULL, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
+    END;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_wrapping"(n bigint) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
+BEGIN ATOMIC
+    SELECT idfields.take_ids('wrapping', 'wrapping#5a22352cf624', n, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+END;
+
+CREATE OR REPLACE FUNCTION idfields."take_wrapping_ranges"(
+    n bigint, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
+BEGIN ATOMIC
+    SELECT r.first_id, r.last_id
+    FROM idfields.take_id_ranges('wrapping', 'wrapping#5a22352cf624', n, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease')) AS r;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."decode_wrapping"(
+    id bigint, reference timestamptz, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
+    OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
+)
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT ((id >> 18) & 1073741823), ((id >> 10) & 255)::integer,
+        (id & 1023)::integer, t.at,
+        CASE WHEN t.at BETWEEN -62135596800000 AND 253402300799999
+            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
+                + (t.at / 86400000) * interval '1 day'
+                + (t.at % 86400000) * interval '1 millisecond') END,
+        id > 0
+        AND (id >> 48) = 1
+    FROM (SELECT w.tick AS at
+          FROM (SELECT r.now + (((((id >> 18) & 1073741823) - r.now % 1073741824 + 536870912) % 1073741824) + 1073741824) % 1073741824 - 536870912 AS tick
+                FROM (SELECT (u.us - ((u.us % 1000) + 1000) % 1000) / 1000 AS now FROM (SELECT (pg_catalog.extract('epoch', reference) * 1000000)::bigint AS us) AS u) AS r) AS w) AS t;
+END;
+
+CREATE OR REPLACE FUNCTION idfields."decode_wrapping"(
+    id bigint, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
+    OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
+)
+LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT * FROM idfields."decode_wrapping"(id, pg_catalog.clock_timestamp());
+END;
+
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.current_setting('idfields.install_search_path'), true);
+
+-- drop
+DROP FUNCTION IF EXISTS idfields."take_wrapping_ranges"(bigint);
+DROP FUNCTION IF EXISTS idfields."take_wrapping"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_wrapping"();
+DROP FUNCTION IF EXISTS idfields."next_wrapping_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."decode_wrapping"(bigint, timestamptz);
+DROP FUNCTION IF EXISTS idfields."decode_wrapping"(bigint);
