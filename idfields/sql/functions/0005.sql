@@ -12,7 +12,8 @@
 --           pg_catalog.generate_series(r.first_id, r.last_id) AS id;
 --   Why: a PL/pgSQL set-returning function hands back its whole set in a tuplestore, which
 --   costs take_<layout>(n) more per ID than IDENTITY's nextval(); about 250 rows of ranges
---   per million IDs cost nothing next to the rows, and generate_series streams the IDs.
+--   per million IDs cost nothing next to the rows, and generate_series makes each tick's IDs
+--   in memory.
 --   take_<layout>(n) is 0004's, unchanged.
 --
 -- PREPARE TRANSACTION is not supported after a database-side ID: the position lives in a
