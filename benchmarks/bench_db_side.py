@@ -168,8 +168,9 @@ TAKE_ATTEMPTS = (
     "attempts: the same IDs as one (first_id, last_id) row per tick that the INSERT expands "
     "with generate_series (take_snowflake_ranges(n), SQL 0005, kept: its own row; 0.82x-0.84x "
     "in 8 prototype rounds against 0.95x-0.99x for take_snowflake(n) and 0.80x-0.81x for IDs "
-    "streamed from generate_series with no key work); the ranges behind take_snowflake(n) as a "
-    "SQL function, its API kept: 0.92x-0.93x (not kept: the set is still materialised once)"
+    "streamed from generate_series with no key work); take_snowflake(n) expanding the same "
+    "ranges inside (SQL 0005, kept: one loop for both; as a prototype SQL function 0.92x-0.93x): "
+    "its set still comes back through one tuplestore"
 )
 # A transaction's first ID in the backend, planned once (as prepared statements are) or per
 # statement (as the simple protocol is): a procedure that commits after each call.

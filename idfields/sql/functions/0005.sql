@@ -13,8 +13,8 @@
 --   Why: a PL/pgSQL set-returning function hands back its whole set in a tuplestore, which
 --   costs take_<layout>(n) more per ID than IDENTITY's nextval(); about 250 rows of ranges
 --   per million IDs cost nothing next to the rows, and generate_series makes each tick's IDs
---   in memory.
---   take_<layout>(n) is 0004's, unchanged.
+--   in memory. take_<layout>(n) keeps its signature and IDs; its take_ids() now expands the
+--   same ranges (one loop for both).
 --
 -- PREPARE TRANSACTION is not supported after a database-side ID: the position lives in a
 -- temporary sequence, and PostgreSQL refuses to prepare a transaction that used one.
@@ -359,47 +359,10 @@ BEGIN ATOMIC
         lease_ms, NULL::regclass);
 END;
 
--- n IDs of a time-based layout at once: the slow path validates a tick (claim, lease, clock)
--- and returns its next ID; the rest of that tick's sequence is taken in one setval(). The same
--- IDs, in the same order, as n calls of next_<layout>(); about one slow-path call per tick.
-CREATE OR REPLACE FUNCTION idfields.take_ids(
-    layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
-    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
-    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
-    lease_ms bigint, visible_lease regclass
-) RETURNS SETOF bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    seq_mask bigint := (1::bigint << seq_bits) - 1;
-    left_over bigint := n;
-    first bigint;
-    taken bigint;
-BEGIN
-    IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'idfields: take_%(n) needs n >= 0, got %', layout, n
-            USING ERRCODE = '22023', HINT = 'Pass the number of IDs wanted.';
-    END IF;
-    WHILE left_over > 0 LOOP
-        first := idfields.time_slow_path(layout, lease_key,
-            (idfields.clock_us() - epoch_us) / unit_us, epoch_us, unit_us, ts_bits, ts_shift,
-            wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed, max_ahead,
-            lease_ms, visible_lease);
-        taken := LEAST(left_over, seq_mask - (first & seq_mask) + 1);
-        IF taken > 1 THEN
-            PERFORM pg_catalog.setval(
-                pg_catalog.current_setting('idfields.' || layout)::oid::regclass,
-                first + taken - 1);
-        END IF;
-        RETURN QUERY SELECT pg_catalog.generate_series(first, first + taken - 1);
-        left_over := left_over - taken;
-    END LOOP;
-END
-$$;
-
--- take_ids() as ranges: one (first_id, last_id) row per tick, each validated by the slow path
--- as take_ids() validates it (the rest of the tick's sequence taken in one setval()).
+-- n IDs of a time-based layout at once, as one (first_id, last_id) row per tick: the slow path
+-- validates a tick (claim, lease, clock) and returns its next ID; the rest of that tick's
+-- sequence is taken in one setval(). The same IDs, in the same order, as n calls of
+-- next_<layout>(); about one slow-path call per tick.
 CREATE OR REPLACE FUNCTION idfields.take_id_ranges(
     layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
     ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
@@ -414,7 +377,8 @@ DECLARE
     left_over bigint := n;
 BEGIN
     IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'idfields: take_%_ranges(n) needs n >= 0, got %', layout, n
+        RAISE EXCEPTION 'idfields: take_%(n) and take_%_ranges(n) need n >= 0, got %', layout,
+            layout, n
             USING ERRCODE = '22023', HINT = 'Pass the number of IDs wanted.';
     END IF;
     WHILE left_over > 0 LOOP
@@ -430,6 +394,24 @@ BEGIN
         RETURN NEXT;
         left_over := left_over - (last_id - first_id + 1);
     END LOOP;
+END
+$$;
+
+-- take_id_ranges() as a set of IDs (0004's take_ids(), now over the ranges).
+CREATE OR REPLACE FUNCTION idfields.take_ids(
+    layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass
+) RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT pg_catalog.generate_series(r.first_id, r.last_id)
+        FROM idfields.take_id_ranges(layout, lease_key, n, epoch_us, unit_us, ts_bits,
+            ts_shift, wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed,
+            max_ahead, lease_ms, visible_lease) AS r;
 END
 $$;
 
