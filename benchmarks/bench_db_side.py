@@ -26,7 +26,7 @@ created and dropped here).
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from importlib import resources
@@ -318,23 +318,33 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
     return candidates, absent
 
 
+def _fastest_us(
+    conn: psycopg.Connection[Any], queries: Mapping[str, pgsql.Composable], count: int
+) -> dict[str, float]:
+    """Each query's fastest of 5 runs, in us per one of its ``count`` rows (the order reversed
+    every other run). The fastest, not the median: a scan of a CPU-bound expression only ever
+    gets slower from the machine's other work, and the notes take differences of such scans,
+    which the median of a few noisy runs can turn negative."""
+    spent: dict[str, list[float]] = {name: [] for name in queries}
+    for run in range(5):
+        for name, query in list(queries.items())[:: -1 if run % 2 else 1]:
+            spent[name].append(seconds(partial(conn.execute, query)))
+    return {name: min(runs) / count * 1e6 for name, runs in spent.items()}
+
+
 def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
-    """Where a row of ``DEFAULT next_snowflake()`` spends its time, in us: each part's fastest
-    of 5 runs of ``count`` rows (the order reversed every other run), less the bare scan's (JIT
-    off: the parts, not its compiler). The fastest, not the median: a scan of a CPU-bound
-    expression only ever gets slower from the machine's other work, and the parts are
-    differences of such scans, which the median of a few noisy runs can turn negative."""
+    """Where a row of ``DEFAULT next_snowflake()`` spends its time, in us: each part's scan of
+    ``count`` rows (:func:`_fastest_us`), less the bare scan's (JIT off: the parts, not its
+    compiler)."""
     conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_nextval")
-    spent: dict[str, list[float]] = {name: [] for name in PARTS}
+    scan = pgsql.SQL("SELECT count({}) FROM pg_catalog.generate_series(1, {}) g")
+    queries = {
+        name: scan.format(pgsql.SQL(part), pgsql.Literal(count)) for name, part in PARTS.items()
+    }
     with conn.transaction():
         conn.execute("SET LOCAL jit = off")
         conn.execute("SELECT idfields.next_snowflake()")  # sets the transaction's switch
-        for run in range(5):
-            for name, part in list(PARTS.items())[:: -1 if run % 2 else 1]:
-                scan = pgsql.SQL("SELECT count({}) FROM pg_catalog.generate_series(1, {}) g")
-                query = scan.format(pgsql.SQL(part), pgsql.Literal(count))
-                spent[name].append(seconds(partial(conn.execute, query)))
-    us = {name: min(runs) / count * 1e6 for name, runs in spent.items()}
+        us = _fastest_us(conn, queries, count)
     cost = {name: us[name] - us["none"] for name in PARTS if name != "none"}
     switch, currval = cost["switch"], cost["currval"] - cost["switch"]
     advance = cost["advance"] - 2 * switch - currval
@@ -349,19 +359,18 @@ def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
 
 def take_note(conn: psycopg.Connection[Any], count: int) -> str:
     """What an ID of ``take_snowflake(n)`` costs outside an INSERT, beside ``nextval()`` and a
-    bare ``generate_series``: each one's fastest of 5 scans of ``count`` (as per_row_note)."""
-    scans = {
-        "take": "SELECT count(*) FROM idfields.take_snowflake(%s::bigint)",
-        "series": "SELECT count(*) FROM pg_catalog.generate_series(1, %s::bigint)",
-        "nextval": "SELECT count(pg_catalog.nextval('pg_temp.idfields_bench_nextval')) "
-        "FROM pg_catalog.generate_series(1, %s::bigint)",
+    bare ``generate_series`` (:func:`_fastest_us` of each)."""
+    n = pgsql.Literal(count)
+    series = pgsql.SQL("pg_catalog.generate_series(1, {})").format(n)
+    queries = {
+        "take": pgsql.SQL("SELECT count(*) FROM idfields.take_snowflake({})").format(n),
+        "series": pgsql.SQL("SELECT count(*) FROM {}").format(series),
+        "nextval": pgsql.SQL(
+            "SELECT count(pg_catalog.nextval('pg_temp.idfields_bench_nextval')) FROM {}"
+        ).format(series),
     }
-    spent: dict[str, list[float]] = {name: [] for name in scans}
     conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_nextval")
-    for run in range(5):
-        for name, scan in list(scans.items())[:: -1 if run % 2 else 1]:
-            spent[name].append(seconds(partial(conn.execute, scan, [count])))
-    us = {name: min(runs) / count * 1e6 for name, runs in spent.items()}
+    us = _fastest_us(conn, queries, count)
     return (
         f"per ID outside an INSERT: take_snowflake(n) {us['take']:.2f} us (PL/pgSQL returns "
         f"its set through a tuplestore), a bare generate_series {us['series']:.2f} us, "
