@@ -232,11 +232,10 @@ class PostgresBackend(Backend):
         """Install the shipped ID functions and their lease table into the scratch schema."""
         from idfields import sql
 
-        # Schema "idfields" (in names and in its CREATE SCHEMA) becomes the scratch schema.
-        script = re.sub(r"\bidfields(?=[.;])", self.schema, sql.load(sql.LATEST))
-        # The lease table's schema: public (0001 names it so; later versions quote it).
-        for public in ("public.idfields_", '"public".idfields_'):
-            script = script.replace(public, f"{self.schema}.idfields_")
+        # Schema "idfields" (in names, its CREATE SCHEMA and its COMMENT) becomes the scratch
+        # schema, which holds the lease table too.
+        script = sql.load(sql.VERSION, lease_schema=self.schema)
+        script = re.sub(r"\bidfields(?=[.;]| IS )", self.schema, script)
         return self._try(_LEASE_TABLE.format(schema=self.schema)) or self._try(script)
 
     def close(self) -> None:

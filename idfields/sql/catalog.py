@@ -1,11 +1,10 @@
 """Which database functions make a layout's IDs: the one map every caller reads.
 
 Django's ``generation="db"``, SQLAlchemy's ``server_side=True`` and the key conversions'
-``generation="db"`` all ask here. Built-in layouts have the functions of SQL version 0001
-(``InstallIdFunctions``); a user layout has ``idfields.next_<name>()``, ``next_<name>_at(tick)``
-and ``decode_<name>(id)`` (and ``take_<name>(n)`` over SQL 0002 on) once
-``InstallLayoutFunctions`` installed them, which it can only for
-layouts the renderer (:mod:`idfields.sql.layouts`) expresses.
+``generation="db"`` all ask here. Built-in layouts have functions of their own
+(``InstallIdFunctions``); a user layout has ``idfields.next_<name>()``, ``next_<name>_at(tick)``,
+``take_<name>(n)`` and ``decode_<name>(id)`` once ``InstallLayoutFunctions`` installed them,
+which it can only for layouts the renderer (:mod:`idfields.sql.layouts`) expresses.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ class LayoutFunctions:
     next: str  # ``next()``: one ID, the column default
     next_at: str | None  # ``next_at(now_tick bigint)``: the same at a given tick, for tests
     decode: str  # ``decode(id bigint)``: the fields, like Layout.decode
-    take: str | None  # ``take(n bigint)``: n IDs as a set, for bulk loads (from SQL 0002)
+    take: str | None  # ``take(n bigint)``: n IDs as a set, for bulk loads
 
     @property
     def next_call(self) -> str:
@@ -37,22 +36,22 @@ class LayoutFunctions:
         return f"{self.next}()"
 
 
-def _builtin(layout: str, stem: str, *, time_based: bool) -> LayoutFunctions:
+def _builtin(layout: str, *, time_based: bool) -> LayoutFunctions:
     return LayoutFunctions(
         layout=layout,
-        next=f"{SCHEMA}.next_{stem}",
-        next_at=f"{SCHEMA}.next_{stem}_at" if time_based else None,
-        decode=f"{SCHEMA}.decode_{stem}",
-        take=f"{SCHEMA}.take_{stem}" if time_based else None,
+        next=f"{SCHEMA}.next_{layout}",
+        next_at=f"{SCHEMA}.next_{layout}_at" if time_based else None,
+        decode=f"{SCHEMA}.decode_{layout}",
+        take=f"{SCHEMA}.take_{layout}" if time_based else None,
     )
 
 
-#: The built-in layouts with functions of their own in SQL version 0001 (``take`` from 0002).
+#: The built-in layouts with functions of their own: ``next_<layout>()`` and the rest.
 BUILTIN_FUNCTIONS: Mapping[str, LayoutFunctions] = MappingProxyType(
     {
-        "snowflake": _builtin("snowflake", "snowflake", time_based=True),
-        "traceid": _builtin("traceid", "traceid", time_based=True),
-        "decimal": _builtin("decimal", "decimalid", time_based=False),
+        "snowflake": _builtin("snowflake", time_based=True),
+        "traceid": _builtin("traceid", time_based=True),
+        "decimal": _builtin("decimal", time_based=False),
     }
 )
 

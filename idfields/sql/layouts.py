@@ -1,31 +1,21 @@
 """Database-side ID functions for user layouts: ``idfields.next_<name>()``, its test hook
-``idfields.next_<name>_at(now_tick bigint)`` and ``idfields.decode_<name>(id[, reference])``,
-rendered in the style of the built-in ones.
+``idfields.next_<name>_at(now_tick bigint)``, the bulk forms ``idfields.take_<name>(n)`` and
+``take_<name>_ranges(n)``, and ``idfields.decode_<name>(id[, reference])``, rendered in the style
+of the built-in ones.
 
 A binary layout ``[Constant...] Timestamp [Constant...] Node [Constant...] Sequence`` can be
-expressed: the same inlined SQL hot path as ``next_snowflake()`` (non-wrapping timestamps) or
-``next_traceid()`` (wrapping ones) over a per-backend temporary sequence, and the same PL/pgSQL
-slow path, ``idfields.time_slow_path(...)`` of SQL version 0001, called with the layout's
-constants; the decoder is plain SQL like ``decode_snowflake()``, agreeing with
-:meth:`Layout.decode`. Anything else raises :class:`~idfields.errors.LayoutError` naming why and
-the fix.
+expressed: the same inlined SQL hot path as ``next_snowflake()`` (non-wrapping timestamps, with
+their own PL/pgSQL ``idfields.next_<name>_tick(now_tick, visible_lease)``, the geometry written
+in as literals) or ``next_traceid()`` (wrapping ones, through ``idfields.time_next()``) over a
+per-backend temporary sequence, all leasing under the layout's :attr:`~Layout.lease_key` like
+the app; the decoder is plain SQL like ``decode_snowflake()``, agreeing with
+:meth:`Layout.decode`. Every name is bound when the functions are created (BEGIN ATOMIC bodies,
+installed under a pinned search_path), and the ``_at`` test hook is revoked from PUBLIC.
+Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
 
-The SQL depends only on the layout's data and the SQL version, so a migration that stores both
-(``Layout.to_spec()`` and ``"0002"``) replays the same way forever: the template of a released
-version is never edited (golden files in ``tests/pg/golden/<version>/`` hold it), and the
-migration operations also record :func:`sql_digest` of what they install and refuse anything
-else. A new slow path gets a new version and a new template beside the old ones.
-
-Version 0002 (over SQL 0002) binds every name when the functions are created (BEGIN ATOMIC
-bodies, installed under a pinned search_path), leaves the caller's ``lastval()`` alone
-(currval()/setval()), leases under the layout's :attr:`~Layout.lease_key` like the app, revokes
-the ``_at`` test hook from PUBLIC and adds ``idfields.take_<name>(n)`` for bulk loads.
-Version 0003 (over SQL 0003) inlines only the common case (the next ID in the validated tick)
-and calls ``idfields.time_next()`` for the rest: the transaction's first ID (which resumes the
-session's claim without the slow path), a new tick, the slow path. Version 0004 (over SQL 0004)
-gives a growing layout its own PL/pgSQL ``idfields.next_<name>_tick(now_tick, visible_lease)``
-for that rest, its geometry written in as literals (see 0004.sql); wrapping layouts are 0003's.
-Version 0005 (over SQL 0005) adds ``idfields.take_<name>_ranges(n)`` for bulk loads.
+The SQL depends only on the layout's data (golden files in ``tests/pg/golden/`` hold it for
+sample layouts), and the migration operations record :func:`sql_digest` of what they install
+and refuse anything else, so a migration replays the same way or not at all.
 """
 
 from __future__ import annotations
@@ -40,17 +30,14 @@ from typing import Any, TypeAlias
 from idfields.errors import LayoutError
 from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
 
-#: SQL versions whose slow path user layouts can be rendered against.
-VERSIONS = ("0001", "0002", "0003", "0004", "0005")
-
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
 
 # 'idfields_' + name must fit PostgreSQL's 63-byte identifiers (the temporary sequence); GUC
 # names fold case, so only lowercase names.
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,53}")
-# Names whose functions or settings ('idfields.<name>', '_lease', '_limit') 0001 already uses.
-_TAKEN = frozenset({"snowflake", "traceid", "decimalid", "decimalid_generator"})
+# Names whose functions or settings ('idfields.<name>', '_lease', '_limit') the built-ins use.
+_TAKEN = frozenset({"snowflake", "traceid", "decimal", "decimal_generator"})
 _SUFFIXES = ("_lease", "_limit")
 _CLOCK_UNITS = ("s", "10ms", "ms", "us")  # clock_timestamp() has microseconds, no finer
 _MIN_WRAP_S = 86_400
@@ -100,35 +87,43 @@ class _Shape:
         return max(2000, 5 * self.unit_us // 1000)
 
 
-def render_layout_function(layout: Layout, version: str = "0001") -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)`` and
-    ``decode_<name>(bigint[, timestamptz])`` (and, from 0002, ``take_<name>(bigint)``, from 0005
-    ``take_<name>_ranges(bigint)``)."""
-    if version not in VERSIONS:
-        raise ValueError(
-            f"idfields renders layout functions for SQL versions {', '.join(VERSIONS)}, "
-            f"not {version!r}; name one of those (and install it with InstallIdFunctions)"
-        )
+def render_layout_function(layout: Layout) -> tuple[str, str]:
+    """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)``,
+    ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)`` and
+    ``decode_<name>(bigint[, timestamptz])`` (and a growing layout's ``next_<name>_tick``)."""
     shape = _shape(layout)
-    if version != "0001":
-        return _render_0002(layout, shape, version)
     clock = _clock(shape)
     render = _render_wrapping if shape.wraps else _render_growing
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
+    take = _ident(f"take_{shape.name}")
     decoder, drop_decoder = _render_decoder(layout, shape)
+    arguments = ", ".join(_layout_arguments(layout, shape, "n"))
+    tick, drop_tick = ("", "") if shape.wraps else _render_tick(layout, shape)
+    ranges, drop_ranges = _render_ranges(shape, arguments)
     create = (
-        f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
+        f"-- idfields: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
+        f"{_PIN}\n"
+        f"{tick}"
         f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"AS $$\n{render(shape, 'now_tick')}\n$$;\n\n"
+        f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick')};\nEND;\n"
+        f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
         f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"AS $$\n{render(shape, clock)}\n$$;\n\n"
-        f"{decoder}"
+        f"BEGIN ATOMIC\n{render(layout, shape, clock)};\nEND;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
+        f"BEGIN ATOMIC\n    SELECT idfields.take_ids({arguments});\nEND;\n\n"
+        f"{ranges}"
+        f"{decoder}\n"
+        f"{_UNPIN}"
     )
     drop = (
+        f"{drop_ranges}"
+        f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
         f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
         f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+        f"{drop_tick}"
         f"{drop_decoder}"
     )
     return create, drop
@@ -139,14 +134,14 @@ def sql_digest(script: str) -> str:
     return hashlib.sha256(script.encode("utf-8")).hexdigest()
 
 
-def check_digest(layout: Layout, version: str, script: str, digest: str | None) -> None:
+def check_digest(layout: Layout, script: str, digest: str | None) -> None:
     """Refuse to install ``script`` unless it is what the migration recorded (``digest``)."""
     if digest is not None and sql_digest(script) != digest:
         raise LayoutError(
-            f"the SQL idfields renders today for layout {layout.name!r} (version {version}) is "
+            f"the SQL idfields renders today for layout {layout.name!r} is "
             f"not what this migration recorded (sha256 {digest[:12]}..., now "
             f"{sql_digest(script)[:12]}...): the renderer or the layout changed. Keep the "
-            f"migration's layout spec and version as written; install a changed layout with a "
+            f"migration's layout spec as written; install a changed layout with a "
             f"new migration"
         )
 
@@ -175,13 +170,13 @@ def _shape(layout: Layout) -> _Shape:
     if name in _TAKEN or name.endswith(_SUFFIXES):
         raise fail(
             "its name is used by the built-in functions (idfields.next_snowflake(), "
-            "next_traceid(), next_decimalid()) or ends in _lease/_limit, their settings' suffixes",
+            "next_traceid(), next_decimal()) or ends in _lease/_limit, their settings' suffixes",
             "install built-in layouts with InstallIdFunctions, and rename a user layout",
         )
     if layout.base != 2:
         raise fail(
             "it is decimal (base 10), and the hot path counts by one in the lowest bits",
-            "use a binary layout, or use idfields.next_decimalid() for DecimalId",
+            "use a binary layout, or use idfields.next_decimal() for DecimalId",
         )
     kinds = [type(spec) for spec in layout.fields]
     for kind in (Timestamp, Node, Sequence):
@@ -306,56 +301,7 @@ def _geometry(shape: _Shape) -> list[str]:
     return [str(value) for value in values]
 
 
-def _slow_path(shape: _Shape, now: str) -> str:
-    arguments = [_literal(shape.name), now, *_geometry(shape)]
-    return f"idfields.time_slow_path({', '.join(arguments)})"
-
-
-def _with_top(shape: _Shape, bits: str) -> str:
-    return f"({bits} | {shape.top})" if shape.top else bits
-
-
-def _render_growing(shape: _Shape, now: str) -> str:
-    """next_snowflake()'s expression: an ID in a validated tick not behind the clock, whose
-    sequence bits did not carry, is returned; inside the validated window the expression moves
-    to a new tick itself; anything else takes the slow path."""
-    s = shape.ts_shift
-    last_tick = f"(pg_catalog.lastval() >> {s})"
-    if shape.top:
-        last_tick = f"({last_tick} & {(1 << shape.ts_bits) - 1})"
-    middle = ((1 << s) - 1) ^ shape.seq_mask  # node and constant bits below the timestamp
-    low = shape.top | shape.seq_min
-    limit = _literal(f"idfields.{shape.name}_limit")
-    return f"""    SELECT CASE
-        WHEN ((pg_catalog.nextval({_sequence(shape)})
-            - {_with_top(shape, f"({now} << {s})")}) & {_SIGN | shape.seq_mask}) > 0
-        THEN pg_catalog.lastval()
-        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
-        -- nextval() above ran).
-        WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
-            THEN (pg_catalog.lastval() & {shape.seq_mask}) <> 0 END
-        THEN pg_catalog.setval({_sequence(shape)},
-            (GREATEST({now}, {last_tick} + 1) << {s})
-            | (pg_catalog.lastval() & {middle}){f" | {low}" if low else ""})
-        ELSE {_slow_path(shape, now)}
-    END"""
-
-
-def _render_wrapping(shape: _Shape, now: str) -> str:
-    """next_traceid()'s expression: the ID's tick is now or now + 1 modulo the period (bits
-    above the lowest tick bit of the difference are zero) and its sequence did not carry."""
-    s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
-    kept = ((period_mask - 1) << s) | shape.seq_mask
-    return f"""    SELECT CASE
-        WHEN ((((pg_catalog.nextval({_sequence(shape)})
-            - {_with_top(shape, f"(({now} & {period_mask}) << {s})")}) & {kept}) - 1)
-            & {-(1 << shape.seq_bits)}) = 0
-        THEN pg_catalog.lastval()
-        ELSE {_slow_path(shape, now)}
-    END"""
-
-
-def _render_decoder(layout: Layout, shape: _Shape, atomic: bool = False) -> tuple[str, str]:
+def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:
     """(create SQL, drop SQL) of decode_snowflake()'s twin or, for a wrapping timestamp,
     decode_traceid()'s: (id, reference) IMMUTABLE, and (id) reading the clock."""
     stamp = _stamp(layout)
@@ -384,14 +330,12 @@ def _render_decoder(layout: Layout, shape: _Shape, atomic: bool = False) -> tupl
     FROM (SELECT {_time(layout, shape, per_us)} AS at
           FROM ({_tick(layout, shape)}) AS w) AS t"""  # noqa: S608 (no input)
     plain = f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n    id bigint, {columns}\n)\n"
-    full = f"BEGIN ATOMIC\n{body};\nEND;\n" if atomic else f"AS $$\n{body}\n$$;\n"
+    full = f"BEGIN ATOMIC\n{body};\nEND;\n"
     if not shape.wraps:
         create = f"{plain}LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n{full}"
         return create, f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint);\n"
     now_reference = f"SELECT * FROM idfields.{decoder}(id, pg_catalog.clock_timestamp())"  # noqa: S608 (a quoted name)
-    short = (
-        f"BEGIN ATOMIC\n    {now_reference};\nEND;\n" if atomic else f"AS $$ {now_reference} $$;\n"
-    )
+    short = f"BEGIN ATOMIC\n    {now_reference};\nEND;\n"
     create = (
         f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n"
         f"    id bigint, reference timestamptz, {columns}\n)\n"
@@ -473,7 +417,7 @@ def _time(layout: Layout, shape: _Shape, per_us: int) -> str:
     )
 
 
-# -- version 0002 -------------------------------------------------------------------------------
+# -- the functions' parts ------------------------------------------------------------------------
 
 _PIN = (
     "SELECT pg_catalog.set_config('idfields.install_search_path',\n"
@@ -486,50 +430,9 @@ _UNPIN = (
 )
 
 
-def _render_0002(layout: Layout, shape: _Shape, version: str) -> tuple[str, str]:
-    """0002's functions: names bound at creation under a pinned search_path, the position
-    advanced with currval()/setval(), the slow path of SQL 0002 with the layout's lease key;
-    from 0003 only the common case is inlined, the rest is ``idfields.time_next()``."""
-    clock = _clock(shape)
-    render = _render_wrapping_0002 if shape.wraps else _render_growing_0002
-    function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
-    take = _ident(f"take_{shape.name}")
-    decoder, drop_decoder = _render_decoder(layout, shape, atomic=True)
-    arguments = ", ".join(_layout_arguments(layout, shape, "n"))
-    tick, drop_tick = ("", "") if not _has_tick(shape, version) else _render_tick(layout, shape)
-    ranges, drop_ranges = _render_ranges(shape, arguments) if version >= "0005" else ("", "")
-    create = (
-        f"-- idfields {version}: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
-        f"{_PIN}\n"
-        f"{tick}"
-        f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick', version)};\nEND;\n"
-        f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(layout, shape, clock, version)};\nEND;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
-        f"BEGIN ATOMIC\n    SELECT idfields.take_ids({arguments});\nEND;\n\n"
-        f"{ranges}"
-        f"{decoder}\n"
-        f"{_UNPIN}"
-    )
-    drop = (
-        f"{drop_ranges}"
-        f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
-        f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
-        f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
-        f"{drop_tick}"
-        f"{drop_decoder}"
-    )
-    return create, drop
-
-
 def _render_ranges(shape: _Shape, arguments: str) -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.take_<name>_ranges(n)`` (0005): take_<name>(n)'s IDs
-    as one (first_id, last_id) row per tick, for the INSERT to expand (see 0005.sql)."""
+    """(create SQL, drop SQL) of ``idfields.take_<name>_ranges(n)``: take_<name>(n)'s IDs as
+    one (first_id, last_id) row per tick, for the INSERT to expand."""
     function = _ident(f"take_{shape.name}_ranges")
     create = (
         f"CREATE OR REPLACE FUNCTION idfields.{function}(\n"  # noqa: S608 (no input)
@@ -542,8 +445,8 @@ def _render_ranges(shape: _Shape, arguments: str) -> tuple[str, str]:
 
 
 def _layout_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
-    """SQL 0002's slow-path (and take_ids) arguments: name, lease key, ``now``, the geometry,
-    and the lease table the caller's search_path finds."""
+    """The slow path's (and take_ids') arguments: name, lease key, ``now``, the geometry, and
+    the lease table the caller's search_path finds."""
     return [
         _literal(shape.name),
         _literal(layout.lease_key),
@@ -553,10 +456,6 @@ def _layout_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
     ]
 
 
-def _slow_path_0002(layout: Layout, shape: _Shape, now: str) -> str:
-    return f"idfields.time_slow_path({', '.join(_layout_arguments(layout, shape, now))})"
-
-
 def _given_tick(now: str) -> str:
     """The tick a hot path hands to what it calls beyond its common case: the test hook's own;
     next_<name>()'s NULL (the callee reads the clock), so its statement plans the inlined
@@ -564,33 +463,25 @@ def _given_tick(now: str) -> str:
     return now if now == "now_tick" else "NULL"
 
 
-def _next_0003(layout: Layout, shape: _Shape, now: str) -> str:
-    """SQL 0003's ``idfields.time_next()``: everything but the hot path's common case (the
-    transaction's first ID, a new tick, the slow path) behind one PL/pgSQL call."""
+def _time_next(layout: Layout, shape: _Shape, now: str) -> str:
+    """``idfields.time_next()``: everything but the hot path's common case (the transaction's
+    first ID, a new tick, the slow path) behind one PL/pgSQL call."""
     arguments = [*_layout_arguments(layout, shape, _given_tick(now)), str(shape.top)]
     return f"idfields.time_next({', '.join(arguments)})"
 
 
-def _render_0003(layout: Layout, shape: _Shape, now: str, test: str, version: str) -> str:
-    """The hot path of SQL 0003: only the common case inline (the candidate passes ``test``,
-    written over ``{candidate}``), so a statement plans and sets up as few nodes as can be;
-    the rest is the layout's tick function where it has one (0004), else time_next()."""
+def _hot_path(layout: Layout, shape: _Shape, now: str, test: str) -> str:
+    """Only the common case inline (the candidate passes ``test``, written over
+    ``{candidate}``), so a statement plans and sets up as few nodes as can be; the rest is the
+    layout's tick function where it has one (growing layouts), else time_next()."""
     sequence = _sequence(shape)
     candidate = f"pg_catalog.currval({sequence}) + 1"
-    rest = _tick_call(shape, now) if _has_tick(shape, version) else _next_0003(layout, shape, now)
+    rest = _time_next(layout, shape, now) if shape.wraps else _tick_call(shape, now)
     return f"""    SELECT CASE
         WHEN {test.format(candidate=candidate)}
         THEN pg_catalog.setval({sequence}, {candidate})
         ELSE {rest}
     END"""
-
-
-# -- version 0004 -------------------------------------------------------------------------------
-
-
-def _has_tick(shape: _Shape, version: str) -> bool:
-    """Whether the layout's hot path calls its own tick function: growing layouts from 0004."""
-    return not shape.wraps and version >= "0004"
 
 
 def _tick_call(shape: _Shape, now: str) -> str:
@@ -601,7 +492,7 @@ def _tick_call(shape: _Shape, now: str) -> str:
 def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     """(create SQL, drop SQL) of ``idfields.next_<name>_tick(now_tick, visible_lease)``: the
     first ID of a transaction and an ID in a new tick in one step, the geometry as literals
-    (0004.sql's next_snowflake_tick() explains the checks); anything else is time_next()."""
+    (as next_snowflake_tick() in the functions' SQL); anything else is time_next()."""
     s, name = shape.ts_shift, shape.name
     function = _ident(f"next_{name}_tick")
     low = shape.fixed | shape.seq_min
@@ -663,46 +554,25 @@ $$;
     return create, f"DROP FUNCTION IF EXISTS idfields.{function}(bigint, regclass);\n"
 
 
-def _render_growing_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
-    """_render_growing over the last issued ID (currval) instead of a fresh one (nextval)."""
-    s, sequence = shape.ts_shift, _sequence(shape)
+def _with_top(shape: _Shape, bits: str) -> str:
+    return f"({bits} | {shape.top})" if shape.top else bits
+
+
+def _render_growing(layout: Layout, shape: _Shape, now: str) -> str:
+    """next_snowflake()'s test: the candidate is not behind the tick of ``now`` and its
+    sequence bits did not carry."""
+    s = shape.ts_shift
     window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
-    if version != "0002":
-        return _render_0003(layout, shape, now, f"(({{candidate}} - {window}", version)
-    last = f"pg_catalog.currval({sequence})"
-    last_tick = f"({last} >> {s})"
-    if shape.top:
-        last_tick = f"({last_tick} & {(1 << shape.ts_bits) - 1})"
-    middle = ((1 << s) - 1) ^ shape.seq_mask
-    low = shape.top | shape.seq_min
-    limit = _literal(f"idfields.{shape.name}_limit")
-    return f"""    SELECT CASE
-        WHEN (({last} + 1
-            - {window}
-        THEN pg_catalog.setval({sequence}, {last} + 1)
-        WHEN CASE WHEN {now} <= NULLIF(pg_catalog.current_setting({limit}, true), '')::bigint
-            THEN ({last} & {shape.seq_mask}) <> {shape.seq_mask} END
-        THEN pg_catalog.setval({sequence},
-            (GREATEST({now}, {last_tick} + 1) << {s})
-            | ({last} & {middle}){f" | {low}" if low else ""})
-        ELSE {_slow_path_0002(layout, shape, now)}
-    END"""
+    return _hot_path(layout, shape, now, f"(({{candidate}} - {window}")
 
 
-def _render_wrapping_0002(layout: Layout, shape: _Shape, now: str, version: str) -> str:
-    """_render_wrapping over the last issued ID (currval) instead of a fresh one (nextval)."""
-    s, period_mask, sequence = shape.ts_shift, (1 << shape.ts_bits) - 1, _sequence(shape)
-    last = f"pg_catalog.currval({sequence})"
+def _render_wrapping(layout: Layout, shape: _Shape, now: str) -> str:
+    """next_traceid()'s test: the candidate's tick is now or now + 1 modulo the period (bits
+    above the lowest tick bit of the difference are zero) and its sequence did not carry."""
+    s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
     kept = ((period_mask - 1) << s) | shape.seq_mask
     window = (
         f"{_with_top(shape, f'(({now} & {period_mask}) << {s})')}) & {kept}) - 1)\n"
         f"            & {-(1 << shape.seq_bits)}) = 0"
     )
-    if version != "0002":
-        return _render_0003(layout, shape, now, f"(((({{candidate}} - {window}", version)
-    return f"""    SELECT CASE
-        WHEN (((({last} + 1
-            - {window}
-        THEN pg_catalog.setval({sequence}, {last} + 1)
-        ELSE {_slow_path_0002(layout, shape, now)}
-    END"""
+    return _hot_path(layout, shape, now, f"(((({{candidate}} - {window}")

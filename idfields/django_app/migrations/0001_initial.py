@@ -1,6 +1,11 @@
-"""The coordination tables (schema shared with idfields.sqlalchemy_ext and the PL/pgSQL side)."""
+"""The coordination tables (schema shared with idfields.sqlalchemy_ext and the PL/pgSQL side) and
+the database-side ID functions beside them (PostgreSQL only; elsewhere a no-op), which lease from
+these tables: InstallIdFunctions finds their schema on the connection's search_path.
+"""
 
 from django.db import migrations, models
+
+from idfields.migrations.django import InstallIdFunctions
 
 
 class Migration(migrations.Migration):
@@ -49,4 +54,5 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
+        InstallIdFunctions(version="0001"),
     ]

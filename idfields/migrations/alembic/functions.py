@@ -1,17 +1,15 @@
-"""``op.install_id_functions(version, from_version=None, lease_schema=None)`` and
-``op.drop_id_functions(version)``: the database-side ID functions in an Alembic migration;
-``op.install_layout_functions(layout, version, sha256=None)`` and
-``op.drop_layout_functions(layout, version)``: ``idfields.next_<name>()`` of a user layout on
-top of them.
+"""``op.install_id_functions(version, lease_schema=None)`` and ``op.drop_id_functions(version)``:
+the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
+sha256=None)`` and ``op.drop_layout_functions(layout, sha256=None)``: ``idfields.next_<name>()``
+of a user layout on top of them.
 
-The SQL is the immutable versioned file the migration names, emitted through
-``operations.execute`` so ``alembic upgrade --sql`` prints it. PostgreSQL only: on other
-dialects the operations do nothing. A downgrade reverses an install with
-``op.drop_id_functions(version)``, an upgrade with
-``op.install_id_functions(from_version, from_version=version)``: that restores the older
-version and drops what only the newer one has, so the next step back can drop the schema.
-From SQL 0002 on the functions name the idfields tables' schema: ``lease_schema``, or (online)
-the one copy on the connection's search_path; none or two copies are refused.
+The SQL is the versioned file the migration names, emitted through ``operations.execute`` so
+``alembic upgrade --sql`` prints it. PostgreSQL only: on other dialects the operations do
+nothing. An install replaces the version the database records (an upgrade or a downgrade in
+place, dropping what only the replaced version had), so a downgrade writes
+``op.install_id_functions("<the older version>")``; a database holding a version this package
+does not know is refused. The functions name the idfields tables' schema: ``lease_schema``, or
+(online) the one copy on the connection's search_path; none or two copies are refused.
 """
 
 from __future__ import annotations
@@ -23,49 +21,36 @@ from idfields import sql
 from idfields.sql.layouts import LayoutLike, as_layout, check_digest, render_layout_function
 
 
-def _released(version: str) -> str:
-    if version not in sql.available():
-        raise ValueError(
-            f"idfields has no SQL version {version!r}; released: {', '.join(sql.available())}"
-        )
-    return version
-
-
 @Operations.register_operation("install_id_functions")
 class InstallIdFunctionsOp(MigrateOperation):
-    """Install SQL ``version`` over ``from_version`` (either older or newer) and drop what
-    only ``from_version`` has; the reverse goes back the same way."""
+    """Install SQL ``version`` over whatever version the database records; the reverse goes
+    back to the version before it (or drops the functions when there is none)."""
 
-    def __init__(
-        self, version: str, from_version: str | None = None, lease_schema: str | None = None
-    ) -> None:
-        self.version = _released(version)
-        self.from_version = None if from_version is None else _released(from_version)
+    def __init__(self, version: str, lease_schema: str | None = None) -> None:
+        self.version = sql.known(version)
         self.lease_schema = lease_schema
 
     @classmethod
     def install_id_functions(
-        cls,
-        operations: Operations,
-        version: str,
-        from_version: str | None = None,
-        lease_schema: str | None = None,
+        cls, operations: Operations, version: str, lease_schema: str | None = None
     ) -> None:
-        """Install (or upgrade to) the idfields SQL functions of ``version``."""
-        operations.invoke(cls(version, from_version, lease_schema))
+        """Install (or upgrade or downgrade to) the idfields SQL functions of ``version``."""
+        operations.invoke(cls(version, lease_schema))
 
     def reverse(self) -> MigrateOperation:
-        if self.from_version is not None:
-            return InstallIdFunctionsOp(self.from_version, self.version, self.lease_schema)
-        return DropIdFunctionsOp(self.version)
+        before = sql.previous(self.version)
+        if before is None:
+            return DropIdFunctionsOp(self.version)
+        return InstallIdFunctionsOp(before, self.lease_schema)
 
 
 @Operations.register_operation("drop_id_functions")
 class DropIdFunctionsOp(MigrateOperation):
-    """Drop what SQL ``version`` installed; refused while a column default still calls it."""
+    """Drop the functions the database holds (of ``version``, or another version this package
+    knows); refused while a column default still calls one."""
 
     def __init__(self, version: str) -> None:
-        self.version = _released(version)
+        self.version = sql.known(version)
 
     @classmethod
     def drop_id_functions(cls, operations: Operations, version: str) -> None:
@@ -77,32 +62,31 @@ class DropIdFunctionsOp(MigrateOperation):
 
 
 class _LayoutFunctionsOp(MigrateOperation):
-    """A user layout's functions over SQL ``version``; ``layout`` is a :class:`Layout` or its
-    ``Layout.to_spec()`` dict (write the dict into the migration so it replays the same way),
-    ``sha256`` the digest of the SQL it installs (``idfields.sql.layouts.sql_digest``): anything
-    else rendered later is refused."""
+    """A user layout's functions; ``layout`` is a :class:`Layout` or its ``Layout.to_spec()``
+    dict (write the dict into the migration so it replays the same way), ``sha256`` the digest
+    of the SQL it installs (``idfields.sql.layouts.sql_digest``): anything else rendered later
+    is refused."""
 
-    def __init__(self, layout: LayoutLike, version: str, sha256: str | None = None) -> None:
+    def __init__(self, layout: LayoutLike, sha256: str | None = None) -> None:
         self.layout = as_layout(layout)
-        self.version = version
         self.sha256 = sha256
-        self.create_sql, self.drop_sql = render_layout_function(self.layout, version)
-        check_digest(self.layout, version, self.create_sql, sha256)
+        self.create_sql, self.drop_sql = render_layout_function(self.layout)
+        check_digest(self.layout, self.create_sql, sha256)
 
 
 @Operations.register_operation("install_layout_functions")
 class InstallLayoutFunctionsOp(_LayoutFunctionsOp):
-    """Install ``idfields.next_<name>()`` and ``next_<name>_at(bigint)`` of a user layout."""
+    """Install ``idfields.next_<name>()`` and its companions of a user layout."""
 
     @classmethod
     def install_layout_functions(
-        cls, operations: Operations, layout: LayoutLike, version: str, sha256: str | None = None
+        cls, operations: Operations, layout: LayoutLike, sha256: str | None = None
     ) -> None:
-        """Install the ID functions of ``layout`` over the idfields SQL of ``version``."""
-        operations.invoke(cls(layout, version, sha256))
+        """Install the ID functions of ``layout``."""
+        operations.invoke(cls(layout, sha256))
 
     def reverse(self) -> DropLayoutFunctionsOp:
-        return DropLayoutFunctionsOp(self.layout, self.version, self.sha256)
+        return DropLayoutFunctionsOp(self.layout, self.sha256)
 
 
 @Operations.register_operation("drop_layout_functions")
@@ -111,19 +95,17 @@ class DropLayoutFunctionsOp(_LayoutFunctionsOp):
 
     @classmethod
     def drop_layout_functions(
-        cls, operations: Operations, layout: LayoutLike, version: str, sha256: str | None = None
+        cls, operations: Operations, layout: LayoutLike, sha256: str | None = None
     ) -> None:
-        """Drop the ID functions of ``layout`` (installed over SQL ``version``)."""
-        operations.invoke(cls(layout, version, sha256))
+        """Drop the ID functions of ``layout``."""
+        operations.invoke(cls(layout, sha256))
 
     def reverse(self) -> InstallLayoutFunctionsOp:
-        return InstallLayoutFunctionsOp(self.layout, self.version, self.sha256)
+        return InstallLayoutFunctionsOp(self.layout, self.sha256)
 
 
 def _execute(operations: Operations, script: str) -> None:
     context = operations.get_context()
-    if context.dialect.name != "postgresql":
-        return
     if context.as_sql:
         # Offline: the file verbatim. Compiling it would double its percent signs under the
         # driver's pyformat paramstyle (format('%I') would then read '%%I').
@@ -131,6 +113,11 @@ def _execute(operations: Operations, script: str) -> None:
         return
     # text() would read ":name" as a bind parameter: escape the colons (casts, strings).
     operations.execute(text(script.replace(":", r"\:")))
+
+
+def _installed(operations: Operations) -> str | None:
+    rows = operations.get_bind().exec_driver_sql(sql.INSTALLED).fetchall()
+    return sql.installed_version([(row[0], row[1]) for row in rows])
 
 
 def _lease_schema(operations: Operations, operation: InstallIdFunctionsOp) -> str:
@@ -149,25 +136,32 @@ def _lease_schema(operations: Operations, operation: InstallIdFunctionsOp) -> st
 def _install(operations: Operations, operation: InstallIdFunctionsOp) -> None:
     if operations.get_context().dialect.name != "postgresql":
         return
-    if not sql.needs_lease_schema(operation.version):
-        script = sql.load(operation.version)
+    schema = _lease_schema(operations, operation)
+    if operations.get_context().as_sql:  # no database to read: guard it in the script
+        script = sql.offline_install_script(operation.version, schema)
     else:
-        script = sql.load(operation.version, _lease_schema(operations, operation))
-    if operation.from_version is not None:
-        script += sql.load_leftovers(operation.from_version, operation.version)
+        script = sql.install_script(_installed(operations), operation.version, schema)
     _execute(operations, script)
 
 
 @Operations.implementation_for(DropIdFunctionsOp)
 def _drop(operations: Operations, operation: DropIdFunctionsOp) -> None:
-    _execute(operations, sql.load_drop(operation.version))
+    if operations.get_context().dialect.name != "postgresql":
+        return
+    if operations.get_context().as_sql:
+        script = sql.load_drop(operation.version)
+    else:
+        script = sql.drop_script(_installed(operations), operation.version)
+    _execute(operations, script)
 
 
 @Operations.implementation_for(InstallLayoutFunctionsOp)
 def _install_layout(operations: Operations, operation: InstallLayoutFunctionsOp) -> None:
-    _execute(operations, operation.create_sql)
+    if operations.get_context().dialect.name == "postgresql":
+        _execute(operations, operation.create_sql)
 
 
 @Operations.implementation_for(DropLayoutFunctionsOp)
 def _drop_layout(operations: Operations, operation: DropLayoutFunctionsOp) -> None:
-    _execute(operations, operation.drop_sql)
+    if operations.get_context().dialect.name == "postgresql":
+        _execute(operations, operation.drop_sql)

@@ -1,17 +1,34 @@
--- Removes what 0001.sql installed. No CASCADE: a column default that still calls a function
--- makes this fail, instead of silently dropping the default.
-DROP FUNCTION IF EXISTS idfields.decode_decimalid(bigint);
+-- Removes what 0001.sql installed, its schema included.
+-- No CASCADE: a column default that still calls a function makes this fail, instead of
+-- silently dropping the default.
+DROP FUNCTION IF EXISTS idfields.decode_decimal(bigint);
 DROP FUNCTION IF EXISTS idfields.decode_traceid(bigint);
 DROP FUNCTION IF EXISTS idfields.decode_traceid(bigint, timestamptz);
 DROP FUNCTION IF EXISTS idfields.decode_snowflake(bigint);
-DROP FUNCTION IF EXISTS idfields.next_decimalid();
-DROP FUNCTION IF EXISTS idfields.decimalid_slow_path();
+DROP VIEW IF EXISTS idfields.node_holders;
+DROP FUNCTION IF EXISTS idfields.node_holder_rows();
+DROP FUNCTION IF EXISTS idfields.next_decimal();
+DROP FUNCTION IF EXISTS idfields.resume_decimal();
+DROP FUNCTION IF EXISTS idfields.decimal_slow_path();
+DROP FUNCTION IF EXISTS idfields.take_traceid_ranges(bigint);
+DROP FUNCTION IF EXISTS idfields.take_snowflake_ranges(bigint);
+DROP FUNCTION IF EXISTS idfields.take_traceid(bigint);
+DROP FUNCTION IF EXISTS idfields.take_snowflake(bigint);
 DROP FUNCTION IF EXISTS idfields.next_traceid();
 DROP FUNCTION IF EXISTS idfields.next_traceid_at(bigint);
 DROP FUNCTION IF EXISTS idfields.next_snowflake();
 DROP FUNCTION IF EXISTS idfields.next_snowflake_at(bigint);
-DROP FUNCTION IF EXISTS idfields.time_slow_path(text, bigint, bigint, bigint, integer, integer,
-    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS idfields."next_snowflake_tick"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.time_next(text, text, bigint, bigint, bigint, integer, integer,
+    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint);
+DROP FUNCTION IF EXISTS idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer,
+    integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
+    regclass);
+DROP FUNCTION IF EXISTS idfields.take_ids(text, text, bigint, bigint, bigint, integer, integer,
+    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.time_slow_path(text, text, bigint, bigint, bigint, integer,
+    integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
+    regclass);
 DROP FUNCTION IF EXISTS idfields.clock_us();
 DROP FUNCTION IF EXISTS idfields.clock_ms();
 DROP FUNCTION IF EXISTS idfields.backend_holder();

@@ -1,122 +1,162 @@
--- idfields database-side ID functions, version 0001. Released files are never edited: a new
--- version gets a new file, so a migration that names "0001" replays the same way forever.
+-- idfields database-side ID functions: schema idfields with next_snowflake(), next_traceid(),
+-- next_decimal() (the layouts and epochs of idfields.layouts), their bulk forms
+-- take_<layout>(n) and take_<layout>_ranges(n), and decode_snowflake/_traceid/_decimal(bigint),
+-- which agree with Python's Layout.decode bit for bit. load(version, lease_schema=...) writes the
+-- schema of the idfields tables where @lease_schema@ stands. Every statement is idempotent
+-- (CREATE OR REPLACE), so installing over an earlier version upgrades it in place; the last
+-- statement records the version in the schema's comment, which the install operations read.
 --
--- WHAT: schema idfields with next_snowflake(), next_traceid(), next_decimalid() (same layouts
--- and epochs as idfields.layouts) and decode_snowflake/_traceid/_decimalid(bigint), which agree
--- with Python's Layout.decode bit for bit. The lease tables live in schema "public".
---
--- NODE IDENTITY (snowflake, traceid). A backend claims a row of public.idfields_node_lease the
--- way the app does (a row whose expires_at_ms has passed, or a node never used; the new holder
--- starts strictly after the old expires_at_ms), holding a session-level advisory lock
--- (idfields.lease_lock_key(layout), node) while it uses the node. The row says
--- holder = 'pg:<pid>:<backend start, unix ms>', and expires_at_ms is the backend's promise: it
--- issues no timestamp after it, and renews it (UPDATE of its own row) once less than half the
--- lease is left. So app-side claimers need no change: a live backend's row is unexpired like a
--- live process's. The advisory lock only keeps backends from racing each other for a row.
+-- NODE IDENTITY (snowflake, traceid, user layouts). A backend claims a row of
+-- idfields_node_lease the way the app does (a row whose expires_at_ms has passed, or a node
+-- never used; the new holder starts strictly after the old expires_at_ms), holding a
+-- session-level advisory lock (idfields.lease_lock_key(lease key), node) while it uses the node.
+-- The row says holder = 'pg:<pid>:<backend start, unix ms>', and expires_at_ms is the backend's
+-- promise: it issues no timestamp after it, and renews it (UPDATE of its own row) once less
+-- than half the lease is left. App-side claimers need no change: a live backend's row is
+-- unexpired like a live process's. Claims never wait: nodes another backend holds are skipped
+-- (advisory try-lock), rows another transaction locked are skipped (FOR UPDATE SKIP LOCKED).
 -- A backend idle past its lease may lose the row to an app process; its next call sees the
 -- holder changed and claims another node.
 --
--- HOT PATH AND STATE. Each backend keeps its position in a temporary sequence
--- (pg_temp.idfields_<layout>) whose value is the last ID itself; a rollback does not rewind a
--- sequence, so a backend's IDs keep increasing. next_snowflake() and next_traceid() are plain
--- SQL expressions that PostgreSQL inlines into the calling statement: nextval(), one clock
--- read, and a bit test that the value lies in the tick the slow path validated, is not behind
--- the clock and has not used up its sequence bits; then lastval() returns it. Anything else
--- (a new tick, a used-up tick, the first call of a transaction) goes to the PL/pgSQL slow path,
--- about once a millisecond while inserting. The sequence is found through the setting
--- 'idfields.<layout>', set transaction-locally by the slow path: every transaction starts on the
--- slow path, which checks the lease as the (sub)transactions that committed left it. The claim
--- ('idfields.<layout>_lease') is a session setting, transactional like the lease row it
--- describes: a rolled-back claim or renewal is forgotten with the row write, so no ID is issued
--- on it once its transaction is gone. No row lock is taken per ID; the lease row is written
--- only by its holder's own renewal (once a second while issuing), which no other writer waits
--- on. IDs returned inside a transaction that renewed the lease and then rolled back are covered
--- only by the lease the row had before; rows inserted there are rolled back with it.
+-- POSITION AND STATE. Each backend keeps its position in a temporary sequence
+-- (pg_temp.idfields_<layout>) whose value is the last ID itself, advanced with
+-- currval()/setval() so the caller's lastval() is left alone; a rollback does not rewind a
+-- sequence, so a backend's IDs keep increasing. The claim (session setting
+-- 'idfields.<layout>_lease') records that sequence's OID and the lease table's: a missing,
+-- recreated or new sequence (DISCARD TEMP, DROP, a pooler's reset) drops the claim, and a node
+-- is claimed again behind the lease table's fence. The claim and its renewal limit
+-- ('idfields.<layout>_limit') are session settings set together on every slow-path call, so a
+-- rollback (of the transaction or to a savepoint) reverts both with the lease row they describe.
+-- The switch 'idfields.<layout>' (transaction-local) holds the sequence's OID once a
+-- transaction's first ID has checked the claim; the hot path reads it.
+--
+-- HOT PATH. next_<layout>() is plain SQL that PostgreSQL inlines into the calling statement,
+-- holding only the common case: currval() + 1 lies in the validated tick, is not behind the
+-- clock and has sequence bits left; setval() issues it. Everything else is one PL/pgSQL call
+-- whose plans the session caches (a statement's planning grows with every inlined node):
+-- next_<layout>_tick() for a growing layout (the transaction's first ID and a new tick in one
+-- step, its geometry as literals), time_next() for a wrapping one, and time_slow_path() (claim,
+-- renew, clock checks) behind both. A transaction's first ID goes on with the session's claim
+-- without the slow path when the claim is on this very sequence, the transaction may write,
+-- the caller finds the claim's lease table, and the last ID is on the claim's node inside the
+-- lease's limit.
 --
 -- CLOCK. clock_timestamp(), never now(): one statement may span many milliseconds. When the
 -- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
 -- to 1 s ahead of the clock, then waits for the clock (up to 1 s, like the app's generator);
--- further than that raises (SQLSTATE 22008) instead of repeating.
--- next_<layout>_at(now_tick) is the same expression with the clock given, a test hook.
+-- further than that raises (SQLSTATE 22008) instead of repeating. next_<layout>_at(now_tick)
+-- is next_<layout>() with the tick given: a test hook, revoked from PUBLIC, and the slow path
+-- refuses a tick far from the clock unless the caller may run the hook.
 --
--- DECIMALID. next_decimalid() uses the latest launch (public.idfields_launch) and takes a fresh
--- generator_id from public.idfields_counter 'generator:<launch>', the counter the app uses, so
--- no generator id is ever shared. That counter row stays locked until the claiming transaction
+-- BULK. take_<layout>_ranges(n) returns one (first_id, last_id) row per tick, the same IDs in
+-- the same order as n calls of next_<layout>(), for the INSERT to expand:
+--     INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake_ranges(n) AS r,
+--         pg_catalog.generate_series(r.first_id, r.last_id) AS id;
+-- A PL/pgSQL set-returning function hands back its whole set in a tuplestore, which costs more
+-- per ID than IDENTITY's nextval(); about 250 rows of ranges per million IDs cost nothing next
+-- to the rows. take_<layout>(n) expands the same ranges as a set of IDs.
+--
+-- DECIMAL. next_decimal() uses the latest launch (idfields_launch) and takes a fresh
+-- generator_id from idfields_counter 'generator:<launch>', the counter the app uses, so no
+-- generator id is ever shared. That counter row stays locked until the claiming transaction
 -- ends (once per backend per 922,337,201 IDs). Its hot path is inlined SQL as well.
+--
+-- NAME BINDING. Every SQL-language function has a BEGIN ATOMIC body: PostgreSQL binds its
+-- operators, functions and types when it is created (under the search_path this script pins
+-- below) and still inlines it. Every PL/pgSQL function runs with SET search_path = pg_catalog,
+-- pg_temp. No caller's search_path can substitute an operator or function, for any role. The
+-- slow path refuses to lease when the caller's search_path finds another idfields_node_lease
+-- than the one written in at install (app and database would lease from different tables).
+--
+-- REFUSALS. A standby and a read-only transaction raise idfields' own error (SQLSTATE 25006).
+-- PREPARE TRANSACTION is not supported after a database-side ID: the position lives in a
+-- temporary sequence, and PostgreSQL refuses to prepare a transaction that used one.
 --
 -- GRANTS a role needs (functions run as the caller; no SECURITY DEFINER):
 --   GRANT USAGE ON SCHEMA idfields TO app;
---   GRANT SELECT, INSERT, UPDATE ON public.idfields_node_lease TO app;
---   GRANT SELECT, INSERT, UPDATE ON public.idfields_counter TO app;
---   GRANT SELECT ON public.idfields_launch TO app;
+--   GRANT SELECT, INSERT, UPDATE ON <lease schema>.idfields_node_lease TO app;
+--   GRANT SELECT, INSERT, UPDATE ON <lease schema>.idfields_counter TO app;
+--   GRANT SELECT ON <lease schema>.idfields_launch TO app;
 --   TEMPORARY on the database (PUBLIC has it by default) and EXECUTE on the functions (PUBLIC
---   has it by default). A read-only transaction or a standby cannot claim a node.
+--   has it by default, the test hooks excepted).
 -- pg_dump restores with an empty search_path: every name below is schema-qualified.
+
+SELECT pg_catalog.set_config('idfields.install_search_path',
+    pg_catalog.current_setting('search_path'), true);
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
 CREATE SCHEMA IF NOT EXISTS idfields;
 
--- The advisory-lock class of a layout's leases: 31 bits of md5, stable across versions.
+-- The advisory-lock class of a layout's leases: 31 bits of md5 of its lease key.
 CREATE OR REPLACE FUNCTION idfields.lease_lock_key(layout text) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
+BEGIN ATOMIC
     SELECT (('x' || pg_catalog.substr(pg_catalog.md5('idfields_node_lease:' || layout), 1, 8))
-        ::bit(32)::integer) & 2147483647
-$$;
+        ::bit(32)::integer) & 2147483647;
+END;
 
--- This backend's holder string: unique among all backends ever (pid + start time).
+-- What tells this backend apart from every other backend ever: its start time in unix ms
+-- where the current role may read it, else this transaction's id (unique forever). The claim
+-- records it, so a renewal under another role still recognises its row.
 CREATE OR REPLACE FUNCTION idfields.backend_holder() RETURNS text
-LANGUAGE sql STABLE PARALLEL RESTRICTED
-AS $$
-    SELECT 'pg:' || a.pid || ':'
-        || ((pg_catalog.date_part('epoch', a.backend_start) * 1000000)::bigint / 1000)
-    FROM pg_catalog.pg_stat_activity AS a
-    WHERE a.pid = pg_catalog.pg_backend_pid()
-$$;
+LANGUAGE sql VOLATILE PARALLEL RESTRICTED
+BEGIN ATOMIC
+    SELECT 'pg:' || pg_catalog.pg_backend_pid() || ':' || COALESCE(
+        (SELECT ((pg_catalog.date_part('epoch', a.backend_start) * 1000000)::bigint / 1000)::text
+         FROM pg_catalog.pg_stat_activity AS a
+         WHERE a.pid = pg_catalog.pg_backend_pid()),
+        'x' || pg_catalog.pg_current_xact_id()::text);
+END;
 
 -- Unix milliseconds of clock_timestamp(), with integer rounding (no float floor error).
 CREATE OR REPLACE FUNCTION idfields.clock_ms() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$
-    SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000
-$$;
+BEGIN ATOMIC
+    SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000;
+END;
 
 -- Unix microseconds of clock_timestamp(), for layouts whose unit or epoch is finer than 1 ms.
 CREATE OR REPLACE FUNCTION idfields.clock_us() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL SAFE
-AS $$
-    SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint
-$$;
+BEGIN ATOMIC
+    SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint;
+END;
 
--- The slow path of the time-based generators, called by the hot functions with their layout's
--- constants when the hot path cannot issue: first call of a transaction, a new tick, a tick's
--- sequence used up. It claims or renews a node, refuses a clock that is too far behind, picks
--- the tick, points the temporary sequence at it and returns that tick's first ID.
--- 'idfields.<layout>' (transaction-local) = OID of pg_temp.idfields_<layout>: the hot path's
--- switch; 'idfields.<layout>_lease' (session) = 'node:acquired_at_ms:expires_at_ms' of the claim.
--- The layout is [constants] timestamp [constants] node [constants] sequence, in bits: the
--- timestamp (ts_bits wide, unit_us microseconds a tick since epoch_us) sits ts_shift bits up,
--- the node (node_min..node_max) node_shift bits up, the sequence (seq_min up to all ones) in the
--- lowest seq_bits; "fixed" holds every constant field's bits. idfields.sql.layouts renders user
--- layouts' hot paths over this same function.
+-- The slow path of the time-based generators (see the header for the rules): the layout's
+-- name (temporary sequence and settings), its lease key (the lease table's layout column: a
+-- user layout's name plus a fingerprint), and the lease table the caller's search_path finds
+-- (NULL: none, or not checked).
+-- 'idfields.<layout>' (transaction-local) = OID of pg_temp.idfields_<layout>, the hot path's
+-- switch; 'idfields.<layout>_lease' (session) = 'node:acquired_at_ms:expires_at_ms:sequence
+-- OID:holder after "pg:<pid>:":lease table OID'; 'idfields.<layout>_limit' (session) = the
+-- last tick the hot path may move to without renewing the lease.
+-- The sequence's value is the last ID this backend issued (set with setval(), never nextval()).
 CREATE OR REPLACE FUNCTION idfields.time_slow_path(
-    layout text, now_tick bigint, epoch_us bigint, unit_us bigint, ts_bits integer,
-    ts_shift integer, wraps boolean, node_shift integer, node_min integer, node_max integer,
-    seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint, lease_ms bigint
+    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
     lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
-    key integer;
+    key integer := idfields.lease_lock_key(lease_key);
+    clock_tick bigint;
+    hook regprocedure;
     now_ms bigint;
     period bigint := 1::bigint << ts_bits;
     seq_mask bigint := (1::bigint << seq_bits) - 1;
+    node_mask bigint := 1;
     -- The bits of an ID that are neither timestamp nor sequence: node and constants.
     middle bigint := 9223372036854775807 # ((period - 1) << ts_shift) # seq_mask;
     me text;
+    last bigint;
     pos bigint;
     pos_tick bigint;
+    pos_node integer;
     claimed integer;
     acquired bigint;
     promise bigint;
@@ -127,38 +167,77 @@ DECLARE
     started bigint;
     cand record;
 BEGIN
+    IF pg_catalog.pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'idfields: cannot issue % IDs on a hot standby', layout
+            USING ERRCODE = '25006',
+            HINT = 'A standby cannot lease a node. Call idfields.next_*() on the primary, or '
+                   'generate the IDs app-side (the idfields generators) beside a replica.';
+    END IF;
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        RAISE EXCEPTION 'idfields: cannot issue % IDs in a read-only transaction', layout
+            USING ERRCODE = '25006',
+            HINT = 'Every transaction checks, and may renew, this backend''s node lease. Call '
+                   'idfields.next_*() in a read-write transaction, or generate the IDs app-side.';
+    END IF;
+    IF visible_lease <> '@lease_schema@.idfields_node_lease'::regclass THEN
+        RAISE EXCEPTION 'idfields: this session''s search_path finds the lease table %, but '
+            'the database functions lease from %', visible_lease,
+            '@lease_schema@.idfields_node_lease'::regclass
+            USING ERRCODE = '55000',
+            HINT = 'App and database must lease nodes from one table, or they repeat IDs. Keep '
+                   'one copy of the idfields tables on the search_path, or reinstall the '
+                   'functions with lease_schema set to the schema the app uses.';
+    END IF;
+    -- A tick far from the clock is a test hook's (next_<layout>_at), for its grantees only: a
+    -- stray one would push the lease, and the node's fence, years ahead.
+    clock_tick := (idfields.clock_us() - epoch_us) / unit_us;
+    IF now_tick NOT BETWEEN clock_tick - max_ahead - 1 AND clock_tick + max_ahead + 1 THEN
+        hook := pg_catalog.to_regprocedure(
+            pg_catalog.format('idfields.%I(bigint)', 'next_' || layout || '_at'));
+        IF hook IS NULL OR NOT pg_catalog.has_function_privilege(hook, 'EXECUTE') THEN
+            RAISE EXCEPTION 'idfields: tick % of layout % is not the clock''s (%)',
+                now_tick, layout, clock_tick
+                USING ERRCODE = '22023',
+                HINT = 'Call idfields.next_<layout>(); a given tick is for the test hook '
+                       'idfields.next_<layout>_at(tick), which only its grantees may run.';
+        END IF;
+    END IF;
     IF seq IS NULL THEN
         EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
             'idfields_' || layout);
+        -- For the roles this session may switch to; other sessions never reach it.
+        EXECUTE pg_catalog.format('GRANT ALL ON SEQUENCE pg_temp.%I TO PUBLIC',
+            'idfields_' || layout);
         seq := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
     END IF;
-    -- The sequence holds this backend's last ID (or a later, unissued value): a fresh value
-    -- tells where to go on, the one before it is the last tick used. That tick is unwrapped
-    -- against the clock (ahead by max_ahead + 1 at most, else behind).
-    pos := pg_catalog.nextval(seq);
-    IF pos < 0 THEN  -- a new sequence: nothing issued yet
-        pos_tick := now_tick - 1;
-    ELSE
-        pos_tick := ((pos - 1) >> ts_shift) & (period - 1);
-    END IF;
-    IF wraps AND pos >= 0 THEN
-        pos_tick := ((pos_tick - now_tick) % period + period) % period;
-        pos_tick := now_tick + pos_tick - CASE WHEN pos_tick > max_ahead + 1 THEN period ELSE 0 END;
-    END IF;
+    last := pg_catalog.pg_sequence_last_value(seq);
     IF lease IS NOT NULL AND lease <> '' THEN
         claimed := pg_catalog.split_part(lease, ':', 1)::integer;
         acquired := pg_catalog.split_part(lease, ':', 2)::bigint;
         promise := pg_catalog.split_part(lease, ':', 3)::bigint;
+        me := 'pg:' || pg_catalog.pg_backend_pid() || ':' || pg_catalog.split_part(lease, ':', 5);
+        -- The claim was made on a position this sequence no longer holds (dropped, recreated,
+        -- or a claim without a sequence): IDs up to its promise may exist, so never go on.
+        IF pg_catalog.split_part(lease, ':', 4) <> seq::oid::text OR last IS NULL THEN
+            claimed := NULL;
+        END IF;
     END IF;
-    -- Go on in the sequence's tick while its node is ours and the tick is not used up (a carry
-    -- out of the sequence bits changes the bits above them and leaves the sequence bits at 0;
-    -- the slow path sets them to seq_min, so a continuation is above it).
+    -- The sequence holds this backend's last ID: the one after it tells where to go on. Its
+    -- tick is unwrapped against the clock (ahead by max_ahead + 1 at most, else behind).
+    IF last IS NULL THEN  -- a new sequence: nothing issued yet
+        pos := -1;
+        pos_tick := now_tick - 1;
+    ELSE
+        pos := last + 1;
+        pos_tick := (last >> ts_shift) & (period - 1);
+    END IF;
+    IF wraps AND last IS NOT NULL THEN
+        pos_tick := ((pos_tick - now_tick) % period + period) % period;
+        pos_tick := now_tick + pos_tick - CASE WHEN pos_tick > max_ahead + 1 THEN period ELSE 0 END;
+    END IF;
     continues := pos > 0 AND pos & middle = (claimed::bigint << node_shift) | fixed
         AND pos & seq_mask > seq_min;
     tick := GREATEST(now_tick, pos_tick + CASE WHEN continues THEN 0 ELSE 1 END);
-    -- Ahead of the clock by more than max_ahead (this backend used up a second's worth of
-    -- ticks, or the clock stepped back): wait for the clock, up to 1 s in all, as the app's
-    -- generator does; the clock (or the test hook's now_tick) moves on by the time waited.
     WHILE tick > now_tick + max_ahead LOOP
         wait_us := (tick - max_ahead - now_tick) * unit_us;
         EXIT WHEN waited_us + wait_us > 1000000;
@@ -182,65 +261,115 @@ BEGIN
             HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
                    'timestamp.';
     END IF;
-    -- The tick must end inside the lease with half a lease to spare: renew, or claim a node.
     IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - lease_ms / 2) * 1000 THEN
-        me := idfields.backend_holder();
-        key := idfields.lease_lock_key(layout);
         promise := GREATEST(now_ms, (epoch_us + (tick + 2) * unit_us + 999) / 1000) + lease_ms;
         IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
-            UPDATE public.idfields_node_lease AS l SET expires_at_ms = promise
-            WHERE l.layout = time_slow_path.layout AND l.node = claimed
+            UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
+            WHERE l.layout = lease_key AND l.node = claimed
               AND l.holder = me AND l.acquired_at_ms = acquired;
             IF NOT FOUND THEN  -- an app process took the lapsed row: claim another node
-                PERFORM pg_catalog.pg_advisory_unlock(key, claimed);
                 claimed := NULL;
             END IF;
         END IF;
         IF claimed IS NULL THEN
             continues := false;
             tick := GREATEST(tick, pos_tick + 1);
-            -- Locks this backend still holds from claims that were rolled back: let them go
-            -- (one hold at a time, until pg_locks shows none).
+            IF last IS NOT NULL THEN  -- the node of the last ID issued
+                WHILE node_mask <= node_max LOOP
+                    node_mask := node_mask * 2;
+                END LOOP;
+                pos_node := ((last >> node_shift) & (node_mask - 1))::integer;
+            END IF;
+            me := idfields.backend_holder();
+            acquired := now_ms;
+            -- Locks this backend still holds from earlier claims (rolled back, lost, lapsed):
+            -- let them go, except the node its position is on, which it takes back first
+            -- below: an ID issued on a claim rolled back with a savepoint may outlive it, so
+            -- no other backend may claim that node meanwhile.
             LOOP
                 SELECT l.objid::integer AS node INTO cand FROM pg_catalog.pg_locks AS l
                 WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
-                  AND l.classid = key::oid AND l.objsubid = 2 AND l.database = (
+                  AND l.classid = key::oid AND l.objsubid = 2
+                  AND l.objid::integer IS DISTINCT FROM pos_node AND l.database = (
                       SELECT d.oid FROM pg_catalog.pg_database AS d
                       WHERE d.datname = pg_catalog.current_database())
                 LIMIT 1;
                 EXIT WHEN NOT FOUND;
                 PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
             END LOOP;
-            acquired := now_ms;
-            -- Lapsed rows first (oldest first), then node numbers never used.
-            FOR cand IN SELECT l.node, l.expires_at_ms FROM public.idfields_node_lease AS l
-                WHERE l.layout = time_slow_path.layout AND l.expires_at_ms < now_ms
-                  AND l.node BETWEEN node_min AND node_max
-                ORDER BY l.expires_at_ms
-            LOOP
-                CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                UPDATE public.idfields_node_lease AS l
-                SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
-                WHERE l.layout = time_slow_path.layout AND l.node = cand.node
-                  AND l.expires_at_ms = cand.expires_at_ms;
-                IF FOUND THEN
-                    claimed := cand.node;
-                    -- Fencing: start strictly after the tick holding the previous promise.
-                    tick := GREATEST(tick, (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
-                    EXIT;
+            -- The position's node, while this backend holds its lock: its row is ours, lapsed
+            -- or gone, and the position (intact) continues it.
+            IF pos_node BETWEEN node_min AND node_max AND EXISTS (
+                SELECT FROM pg_catalog.pg_locks AS l
+                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
+                  AND l.classid = key::oid AND l.objid::integer = pos_node AND l.objsubid = 2)
+            THEN
+                SELECT l.expires_at_ms, l.holder INTO cand
+                FROM @lease_schema@.idfields_node_lease AS l
+                WHERE l.layout = lease_key AND l.node = pos_node
+                FOR UPDATE SKIP LOCKED;
+                IF NOT FOUND THEN
+                    INSERT INTO @lease_schema@.idfields_node_lease
+                        (id, layout, node, holder, acquired_at_ms, expires_at_ms)
+                    VALUES (-(key::bigint * 4294967296 + pos_node) - 1, lease_key, pos_node, me,
+                        acquired, promise)
+                    ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
+                    IF FOUND THEN
+                        claimed := pos_node;
+                    END IF;
+                ELSIF cand.expires_at_ms < now_ms
+                    OR cand.holder LIKE 'pg:' || pg_catalog.pg_backend_pid() || ':%' THEN
+                    UPDATE @lease_schema@.idfields_node_lease AS l
+                    SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
+                    WHERE l.layout = lease_key AND l.node = pos_node;
+                    claimed := pos_node;
+                    IF cand.holder NOT LIKE 'pg:' || pg_catalog.pg_backend_pid() || ':%' THEN
+                        tick := GREATEST(tick,
+                            (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
+                    END IF;
                 END IF;
-                PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-            END LOOP;
+                IF claimed IS NULL THEN  -- another holder has it now: let it go
+                    PERFORM pg_catalog.pg_advisory_unlock(key, pos_node);
+                END IF;
+            END IF;
+            -- Lapsed rows first (oldest first), then node numbers never used; nodes another
+            -- backend holds and rows another transaction has locked are skipped, not waited on.
+            IF claimed IS NULL THEN
+                FOR cand IN SELECT l.node, l.expires_at_ms
+                    FROM @lease_schema@.idfields_node_lease AS l
+                    WHERE l.layout = lease_key AND l.expires_at_ms < now_ms
+                      AND l.node BETWEEN node_min AND node_max
+                    ORDER BY l.expires_at_ms
+                LOOP
+                    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
+                    PERFORM FROM @lease_schema@.idfields_node_lease AS l
+                    WHERE l.layout = lease_key AND l.node = cand.node
+                      AND l.expires_at_ms = cand.expires_at_ms
+                    FOR UPDATE SKIP LOCKED;
+                    IF FOUND THEN
+                        UPDATE @lease_schema@.idfields_node_lease AS l
+                        SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
+                        WHERE l.layout = lease_key AND l.node = cand.node;
+                        claimed := cand.node;
+                        -- Fencing: start strictly after the tick holding the previous promise.
+                        tick := GREATEST(tick,
+                            (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
+                        EXIT;
+                    END IF;
+                    PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+                END LOOP;
+            END IF;
             IF claimed IS NULL THEN
                 FOR cand IN SELECT g.n AS node
                     FROM pg_catalog.generate_series(node_min, node_max) AS g(n)
-                    WHERE NOT EXISTS (SELECT FROM public.idfields_node_lease AS l
-                                      WHERE l.layout = time_slow_path.layout AND l.node = g.n)
+                    WHERE NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS l
+                                      WHERE l.layout = lease_key AND l.node = g.n)
                 LOOP
                     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                    INSERT INTO public.idfields_node_lease
-                        (layout, node, holder, acquired_at_ms, expires_at_ms)
-                    VALUES (time_slow_path.layout, cand.node, me, acquired, promise)
+                    INSERT INTO @lease_schema@.idfields_node_lease
+                        (id, layout, node, holder, acquired_at_ms, expires_at_ms)
+                    VALUES (-(key::bigint * 4294967296 + cand.node) - 1, lease_key, cand.node,
+                        me, acquired, promise)
                     ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
                     IF FOUND THEN
                         claimed := cand.node;
@@ -253,148 +382,360 @@ BEGIN
                 RAISE EXCEPTION 'idfields: no free % node: all % are held by live leases',
                     layout, node_max - node_min + 1
                     USING ERRCODE = '53400',
-                    HINT = 'Every node of the layout is leased (see public.idfields_node_lease). '
-                           'Use fewer connections that generate IDs, wait for dead holders'' '
-                           'leases to lapse, or choose a layout with more node bits.';
+                    HINT = 'Every node of the layout is leased (see the idfields_node_lease '
+                           'table). Use fewer connections that generate IDs, wait for dead '
+                           'holders'' leases to lapse, or choose a layout with more node bits.';
             END IF;
         END IF;
-        PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
-            claimed || ':' || acquired || ':' || promise, false);
     END IF;
-    PERFORM pg_catalog.set_config('idfields.' || layout, seq::oid::text, true);
-    -- The last tick the hot path may move to by itself: it ends half a lease before the lease
-    -- (and, one tick later at most, inside the timestamp's range).
+    -- The claim and its limit are session settings, set together on every call: a rollback
+    -- (of the transaction, or to a savepoint) reverts both, with the lease row they describe.
+    PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
+        claimed || ':' || acquired || ':' || promise || ':' || seq::oid || ':'
+        || pg_catalog.split_part(me, ':', 3) || ':'
+        || '@lease_schema@.idfields_node_lease'::regclass::oid, false);
     PERFORM pg_catalog.set_config('idfields.' || layout || '_limit', LEAST(
         ((promise - lease_ms / 2) * 1000 - epoch_us) / unit_us - 1,
-        CASE WHEN NOT wraps THEN period - 2 END)::text, true);
+        CASE WHEN NOT wraps THEN period - 2 END)::text, false);
+    PERFORM pg_catalog.set_config('idfields.' || layout, seq::oid::text, true);
     IF continues AND tick = pos_tick THEN
-        RETURN pos;
+        RETURN pg_catalog.setval(seq, pos);
     END IF;
     RETURN pg_catalog.setval(seq, ((CASE WHEN wraps THEN tick % period ELSE tick END)
         << ts_shift) | (claimed::bigint << node_shift) | fixed | seq_min);
 END
 $$;
 
--- The hot paths below are plain SQL expressions that PostgreSQL inlines into the calling
--- statement (about as cheap as the nextval() of an IDENTITY column): the next value of this
--- backend's temporary sequence, which holds the ID itself, is returned while it lies in the
--- tick the slow path validated, that tick is not behind the clock, and its sequence bits are
--- not used up. The sequence is found through a transaction-local setting, so the first call of
--- every transaction (and every rolled-back claim) goes through the slow path.
---
--- snowflake: 41-bit ms since 2024-01-01 (1704067200000) | 10-bit node | 12-bit sequence.
--- d = id - (now << 22) keeps its sign bit (tick behind the clock) and its sequence bits under
--- the mask -9223372036854771713 = sign | 4095: positive exactly when the ID may be returned.
--- A new millisecond is the common way out (about every thousand IDs, every few dozen when
--- eight sessions share two cores): while the clock stays inside the window the slow path
--- validated ('idfields.snowflake_limit', transaction-local) and the last value did not carry out
--- of its sequence bits (so bits 12-21 are this backend's node), the expression moves the
--- sequence to the new tick itself. The clock is read again for the new ID (never below the
--- last tick + 1, should it step back in between), so it may lie one tick past the window; the
--- window ends half a lease (1 s) before the lease does.
+-- n IDs of a time-based layout at once, as one (first_id, last_id) row per tick: the slow path
+-- validates a tick (claim, lease, clock) and returns its next ID; the rest of that tick's
+-- sequence is taken in one setval(). The same IDs, in the same order, as n calls of
+-- next_<layout>(); about one slow-path call per tick.
+CREATE OR REPLACE FUNCTION idfields.take_id_ranges(
+    layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seq_mask bigint := (1::bigint << seq_bits) - 1;
+    left_over bigint := n;
+BEGIN
+    IF n IS NULL OR n < 0 THEN
+        RAISE EXCEPTION 'idfields: take_%(n) and take_%_ranges(n) need n >= 0, got %', layout,
+            layout, n
+            USING ERRCODE = '22023', HINT = 'Pass the number of IDs wanted.';
+    END IF;
+    WHILE left_over > 0 LOOP
+        first_id := idfields.time_slow_path(layout, lease_key,
+            (idfields.clock_us() - epoch_us) / unit_us, epoch_us, unit_us, ts_bits, ts_shift,
+            wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed, max_ahead,
+            lease_ms, visible_lease);
+        last_id := first_id + LEAST(left_over, seq_mask - (first_id & seq_mask) + 1) - 1;
+        IF last_id > first_id THEN
+            PERFORM pg_catalog.setval(
+                pg_catalog.current_setting('idfields.' || layout)::oid::regclass, last_id);
+        END IF;
+        RETURN NEXT;
+        left_over := left_over - (last_id - first_id + 1);
+    END LOOP;
+END
+$$;
+
+-- take_id_ranges() as a set of IDs.
+CREATE OR REPLACE FUNCTION idfields.take_ids(
+    layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass
+) RETURNS SETOF bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT pg_catalog.generate_series(r.first_id, r.last_id)
+        FROM idfields.take_id_ranges(layout, lease_key, n, epoch_us, unit_us, ts_bits,
+            ts_shift, wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed,
+            max_ahead, lease_ms, visible_lease) AS r;
+END
+$$;
+
+-- Everything but the hot path's common case, behind one call: the transaction's first ID
+-- (the switch is not set yet: it is set here when the session's claim holds), an ID in
+-- a new tick inside the validated window, and the slow path for anything else. PL/pgSQL, so
+-- the statement that inlines the hot path neither plans nor sets up these branches (its
+-- planning and executor start-up grow with every inlined node), and its plans are cached for
+-- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
+-- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp;
+-- now_tick NULL: the clock's (the hot path then inlines the clock once, not twice).
+CREATE OR REPLACE FUNCTION idfields.time_next(
+    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass, top bigint
+) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.' || layout, true), '')::oid;
+    seq_mask bigint := (1::bigint << seq_bits) - 1;
+    period_mask bigint := (1::bigint << ts_bits) - 1;
+    claim text[];
+    lim bigint;
+    last bigint;
+BEGIN
+    now_tick := COALESCE(now_tick, (idfields.clock_us() - epoch_us) / unit_us);
+    -- The transaction's first ID goes on with the session's claim when the slow path would
+    -- only confirm it: the claim is on this very sequence (not dropped or recreated since),
+    -- the transaction may write, the caller's search_path finds no other lease table than the
+    -- claim's, the sequence's last ID is on the claim's node, and neither the clock nor that
+    -- ID's tick is past the claim's limit (nor the ID ahead of the clock by max_ahead). Then
+    -- it sets the transaction-local switch, which the hot path reads from now on; anything
+    -- else takes the slow path. setval() of its own last value makes currval() defined again
+    -- after DISCARD SEQUENCES.
+    IF seq IS NULL THEN
+        claim := pg_catalog.string_to_array(
+            pg_catalog.current_setting('idfields.' || layout || '_lease', true), ':');
+        lim := NULLIF(pg_catalog.current_setting('idfields.' || layout || '_limit', true), '');
+        IF claim[4] = pg_catalog.to_regclass('pg_temp.idfields_' || layout)::oid::text
+            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6]) AND lim IS NOT NULL
+        THEN
+            last := pg_catalog.setval(claim[4]::oid,
+                pg_catalog.pg_sequence_last_value(claim[4]::oid));
+            IF last & (9223372036854775807 # (period_mask << ts_shift) # seq_mask)
+                    = (claim[1]::bigint << node_shift) | fixed
+                AND (wraps OR ((last >> ts_shift) & period_mask) < lim)
+                AND pg_catalog.int8range(CASE WHEN NOT wraps
+                    THEN ((last >> ts_shift) & period_mask) + 1 - max_ahead END, lim, '[]')
+                    @> now_tick
+            THEN
+                seq := pg_catalog.set_config('idfields.' || layout, claim[4], true)::oid;
+            END IF;
+        END IF;
+    END IF;
+    IF seq IS NOT NULL THEN
+        last := pg_catalog.currval(seq);
+        -- The hot path's own test, for the first ID of a transaction (see next_snowflake()).
+        IF (CASE WHEN wraps
+            THEN ((((last + 1 - (((now_tick & period_mask) << ts_shift) | top))
+                & (((period_mask - 1) << ts_shift) | seq_mask)) - 1) & ~seq_mask) = 0
+            ELSE ((last + 1 - ((now_tick << ts_shift) | top))
+                & (-9223372036854775808 | seq_mask)) > 0 END)
+        THEN
+            RETURN pg_catalog.setval(seq, last + 1);
+        END IF;
+        -- A growing layout moves to a new tick itself inside the validated window.
+        IF NOT wraps AND now_tick <= NULLIF(pg_catalog.current_setting(
+                'idfields.' || layout || '_limit', true), '')::bigint
+            AND last & seq_mask <> seq_mask
+        THEN
+            RETURN pg_catalog.setval(seq,
+                (GREATEST(now_tick, ((last >> ts_shift) & period_mask) + 1) << ts_shift)
+                | (last & (((1::bigint << ts_shift) - 1) # seq_mask)) | top | seq_min);
+        END IF;
+    END IF;
+    RETURN idfields.time_slow_path(layout, lease_key, now_tick, epoch_us, unit_us, ts_bits,
+        ts_shift, wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed, max_ahead,
+        lease_ms, visible_lease);
+END
+$$;
+
+-- The first ID of a transaction and an ID in a new tick, for snowflake (see the header): the
+-- claim is 'node:acquired:promise:sequence OID:holder:lease table OID', the limit the last tick
+-- the lease covers; NULLs (no claim, no switch) fall through to time_next(). now_tick NULL: the
+-- clock's tick.
+CREATE OR REPLACE FUNCTION idfields."next_snowflake_tick"(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    claim text[] := pg_catalog.string_to_array(
+        pg_catalog.current_setting('idfields.snowflake_lease', true), ':');
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid;
+    resuming boolean := seq IS NULL;
+    last bigint;
+    next_id bigint;
+BEGIN
+    -- The transaction's first ID: the claim's sequence, if it is still this very one, the
+    -- transaction may write and the caller finds the claim's lease table; the switch is set
+    -- only once the ID below passes too (time_next() trusts a set switch).
+    IF resuming
+        AND claim[4] = pg_catalog.to_regclass('pg_temp.idfields_snowflake')::oid::text
+        AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+        AND pg_catalog.current_setting('transaction_read_only') = 'off'
+    THEN
+        seq := claim[4]::oid;
+    END IF;
+    now_tick := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
+    -- Few, small expressions, no PERFORM: PL/pgSQL sets each up again in every transaction.
+    last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
+    next_id := GREATEST(last + 1, (now_tick << 22) | (claim[1]::bigint << 12));
+    -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
+    IF last < next_id AND (next_id # (claim[1]::bigint << 12)) & -9223372036850585600 = 0
+        AND next_id >> 22 <= now_tick + 1000
+        AND next_id >> 22 <= NULLIF(
+            pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
+    THEN
+        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
+            claim[1] := pg_catalog.set_config('idfields.snowflake', claim[4], true);
+        END IF;
+        RETURN pg_catalog.setval(seq, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'snowflake', 'snowflake', now_tick, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, visible_lease, 0);
+END
+$$;
+
+-- The hot paths: plain SQL that PostgreSQL inlines into the calling statement, as small as
+-- the common case allows. The candidate is currval() + 1 of this backend's temporary sequence
+-- (found through the transaction-local setting: NULL until the transaction's first call of
+-- next_<layout>_tick() or time_next() sets it); it is issued with setval() while it lies in
+-- the tick the slow path validated, not behind the clock, with sequence bits left; anything
+-- else is next_snowflake_tick()'s (snowflake) or time_next()'s (traceid).
+-- snowflake: 41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence; the mask
+-- -9223372036854771713 = sign | 4095: the candidate minus the tick's first ID is positive
+-- (not behind the clock's tick) and its sequence bits did not carry.
 CREATE OR REPLACE FUNCTION idfields.next_snowflake_at(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$
+BEGIN ATOMIC
     SELECT CASE
-        WHEN (pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass) - (now_tick << 22))
-            & -9223372036854771713 > 0
-        THEN pg_catalog.lastval()
-        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
-        -- nextval() above ran).
-        WHEN CASE WHEN now_tick <= NULLIF(pg_catalog.current_setting(
-                'idfields.snowflake_limit', true), '')::bigint
-            THEN pg_catalog.lastval() & 4095 <> 0 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass,
-            (GREATEST(now_tick, (pg_catalog.lastval() >> 22) + 1) << 22)
-            | (pg_catalog.lastval() & 4190208))
-        ELSE idfields.time_slow_path('snowflake', now_tick, 1704067200000000, 1000, 41, 22,
-            false, 12, 0, 1023, 12, 0, 0, 1000, 2000)
-    END
-$$;
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass) + 1 - (now_tick << 22)) & -9223372036854771713) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass) + 1)
+        ELSE idfields."next_snowflake_tick"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
 
--- The same expression with the clock read inline (an argument used twice would block inlining).
 CREATE OR REPLACE FUNCTION idfields.next_snowflake() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$
+BEGIN ATOMIC
     SELECT CASE
-        WHEN (pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass)
-            - ((idfields.clock_ms() - 1704067200000) << 22)) & -9223372036854771713 > 0
-        THEN pg_catalog.lastval()
-        -- CASE, not AND, fixes the order: lastval() only once the window is set (then the
-        -- nextval() above ran).
-        WHEN CASE WHEN (idfields.clock_ms() - 1704067200000) <= NULLIF(
-                pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
-            THEN pg_catalog.lastval() & 4095 <> 0 END
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass,
-            (GREATEST(idfields.clock_ms() - 1704067200000, (pg_catalog.lastval() >> 22) + 1)
-                << 22)
-            | (pg_catalog.lastval() & 4190208))
-        ELSE idfields.time_slow_path('snowflake', idfields.clock_ms() - 1704067200000,
-            1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)
-    END
-$$;
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass) + 1 - ((idfields.clock_ms() - 1704067200000) << 22))
+            & -9223372036854771713) > 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.snowflake', true), '')::oid::regclass) + 1)
+        ELSE idfields."next_snowflake_tick"(NULL, pg_catalog.to_regclass('idfields_node_lease'))
+    END;
+END;
 
--- traceid: 25-bit unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1; now_tick is
--- unwrapped unix seconds. e = id - ((now mod 2^25) << 38) masked with bits 39-62 and 0-21
--- (9223371487103156223) lies in 1..4194303 exactly when the ID's tick is now or now + 1
--- (mod 2^25) and its counter is not used up.
+-- traceid: 25-bit unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1.
 CREATE OR REPLACE FUNCTION idfields.next_traceid_at(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$
-    SELECT CASE WHEN ((((pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid::regclass) - ((now_tick & 33554431) << 38))
-            & 9223371487103156223) - 1) & -4194304) = 0
-        THEN pg_catalog.lastval()
-        ELSE idfields.time_slow_path('traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
-            65535, 22, 1, 0, 1, 5000)
-    END
-$$;
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass) + 1 - ((now_tick & 33554431) << 38)) & 9223371487103156223) - 1)
+            & -4194304) = 0
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.traceid', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('traceid', 'traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
+            65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+    END;
+END;
 
 CREATE OR REPLACE FUNCTION idfields.next_traceid() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$
-    SELECT CASE WHEN ((((pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid::regclass)
-            - (((idfields.clock_ms() / 1000) & 33554431) << 38))
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass) + 1 - (((idfields.clock_ms() / 1000) & 33554431) << 38))
             & 9223371487103156223) - 1) & -4194304) = 0
-        THEN pg_catalog.lastval()
-        ELSE idfields.time_slow_path('traceid', idfields.clock_ms() / 1000, 0, 1000000, 25, 38,
-            true, 22, 0, 65535, 22, 1, 0, 1, 5000)
-    END
-$$;
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
+            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
+            'idfields.traceid', true), '')::oid::regclass) + 1)
+        ELSE idfields.time_next('traceid', 'traceid', NULL, 0, 1000000, 25, 38, true, 22, 0,
+            65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+    END;
+END;
 
--- decimal: counter * 10^10 + generator_id * 10^5 + launch_id; counter 1..922337202.
--- The temporary sequence steps by 10^10 and holds the ID itself. 'idfields.decimalid'
--- (transaction-local) = its OID; 'idfields.decimalid_generator' (session, so a rolled-back
--- claim is forgotten with it) = generator_id * 10^5 + launch_id of the committed claim.
-CREATE OR REPLACE FUNCTION idfields.decimalid_slow_path() RETURNS bigint
+-- Bulk: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake(n) AS id.
+CREATE OR REPLACE FUNCTION idfields.take_snowflake(n bigint) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
+BEGIN ATOMIC
+    SELECT idfields.take_ids('snowflake', 'snowflake', n, 1704067200000000, 1000, 41, 22,
+        false, 12, 0, 1023, 12, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+END;
+
+CREATE OR REPLACE FUNCTION idfields.take_traceid(n bigint) RETURNS SETOF bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
+BEGIN ATOMIC
+    SELECT idfields.take_ids('traceid', 'traceid', n, 0, 1000000, 25, 38, true, 22, 0, 65535,
+        22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'));
+END;
+
+-- Bulk as ranges: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake_ranges(n)
+-- AS r, pg_catalog.generate_series(r.first_id, r.last_id) AS id.
+CREATE OR REPLACE FUNCTION idfields.take_snowflake_ranges(
+    n bigint, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
+BEGIN ATOMIC
+    SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('snowflake', 'snowflake', n,
+        1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
+        pg_catalog.to_regclass('idfields_node_lease')) AS r;
+END;
+
+CREATE OR REPLACE FUNCTION idfields.take_traceid_ranges(
+    n bigint, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
+BEGIN ATOMIC
+    SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('traceid', 'traceid', n, 0,
+        1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
+        pg_catalog.to_regclass('idfields_node_lease')) AS r;
+END;
+
+-- decimal: counter * 10^10 + generator_id * 10^5 + launch_id; counter 1..922337202. The
+-- temporary sequence holds the last ID; 'idfields.decimal' (transaction-local) = its OID;
+-- 'idfields.decimal_generator' (session) = generator_id * 10^5 + launch_id of the claim.
+CREATE OR REPLACE FUNCTION idfields.decimal_slow_path() RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_decimalid');
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_decimal');
     mine bigint := NULLIF(
-        pg_catalog.current_setting('idfields.decimalid_generator', true), '')::bigint;
+        pg_catalog.current_setting('idfields.decimal_generator', true), '')::bigint;
     last bigint;
     launch integer;
     generator bigint;
     counter_name text;
 BEGIN
-    IF seq IS NULL THEN
-        CREATE TEMPORARY SEQUENCE pg_temp.idfields_decimalid INCREMENT BY 10000000000 MINVALUE 0;
-        seq := pg_catalog.to_regclass('pg_temp.idfields_decimalid');
+    IF pg_catalog.pg_is_in_recovery() THEN
+        RAISE EXCEPTION 'idfields: cannot issue decimal IDs on a hot standby'
+            USING ERRCODE = '25006',
+            HINT = 'A standby cannot claim a generator id. Call idfields.next_decimal() on '
+                   'the primary, or generate the IDs app-side beside a replica.';
     END IF;
-    PERFORM pg_catalog.set_config('idfields.decimalid', seq::oid::text, true);
+    IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
+        RAISE EXCEPTION 'idfields: cannot issue decimal IDs in a read-only transaction'
+            USING ERRCODE = '25006',
+            HINT = 'Call idfields.next_decimal() in a read-write transaction, or generate '
+                   'the IDs app-side.';
+    END IF;
+    IF seq IS NULL THEN
+        CREATE TEMPORARY SEQUENCE pg_temp.idfields_decimal MINVALUE 0;
+        GRANT ALL ON SEQUENCE pg_temp.idfields_decimal TO PUBLIC;
+        seq := pg_catalog.to_regclass('pg_temp.idfields_decimal');
+    END IF;
+    PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
     last := pg_catalog.pg_sequence_last_value(seq);
     -- Go on with our generator id while its counter lasts (up to 922337201, so the sequence
-    -- never steps past 2^63 - 1).
+    -- never steps past 2^63 - 1); a new or recreated sequence (last NULL) claims afresh.
     IF last % 10000000000 = mine AND last < 9223372010000000000 THEN
-        RETURN pg_catalog.nextval(seq);
+        RETURN pg_catalog.setval(seq, last + 10000000000);
     END IF;
-    SELECT max(l.id) INTO launch FROM public.idfields_launch AS l;
+    SELECT max(l.id) INTO launch FROM @lease_schema@.idfields_launch AS l;
     IF launch IS NULL THEN
         RAISE EXCEPTION 'idfields: no launch is recorded, and DecimalId needs one'
             USING ERRCODE = '55000',
@@ -402,51 +743,74 @@ BEGIN
                    '(or idfields.coordination.counters.record_launch()).';
     END IF;
     counter_name := 'generator:' || launch;
-    INSERT INTO public.idfields_counter (name, value) VALUES (counter_name, 0)
+    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES (counter_name, 0)
     ON CONFLICT (name) DO NOTHING;
-    UPDATE public.idfields_counter AS c SET value = c.value + 1
+    UPDATE @lease_schema@.idfields_counter AS c SET value = c.value + 1
     WHERE c.name = counter_name RETURNING c.value INTO generator;
     IF generator > 99999 THEN
         RAISE EXCEPTION 'idfields: launch % has used all 100,000 DecimalId generator ids', launch
             USING ERRCODE = '53400',
             HINT = 'Record a new launch (manage.py idfields_launch --label <version>).';
     END IF;
-    PERFORM pg_catalog.set_config('idfields.decimalid_generator',
+    PERFORM pg_catalog.set_config('idfields.decimal_generator',
         (generator * 100000 + launch)::text, false);
     RETURN pg_catalog.setval(seq, 10000000000 + generator * 100000 + launch);
 END
 $$;
 
--- Inlined like the time-based hot paths: the next ID while the counter is below 922337202.
-CREATE OR REPLACE FUNCTION idfields.next_decimalid() RETURNS bigint
+-- decimal_slow_path()'s going on, inlined (see time_next): the sequence exists, the
+-- transaction may write, and its last ID carries this session's generator id.
+CREATE OR REPLACE FUNCTION idfields.resume_decimal() RETURNS oid
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
-AS $$
-    SELECT CASE WHEN pg_catalog.nextval(NULLIF(pg_catalog.current_setting(
-            'idfields.decimalid', true), '')::oid::regclass) < 9223372020000000000
-        THEN pg_catalog.lastval()
-        ELSE idfields.decimalid_slow_path()
-    END
-$$;
+BEGIN ATOMIC
+    SELECT CASE
+        WHEN pg_catalog.to_regclass('pg_temp.idfields_decimal') IS NOT NULL
+            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+        THEN CASE
+            WHEN pg_catalog.setval(pg_catalog.to_regclass('pg_temp.idfields_decimal'),
+                pg_catalog.pg_sequence_last_value(
+                    pg_catalog.to_regclass('pg_temp.idfields_decimal'))) % 10000000000
+                = NULLIF(pg_catalog.current_setting('idfields.decimal_generator', true),
+                    '')::bigint
+            THEN pg_catalog.set_config('idfields.decimal', pg_catalog.to_regclass(
+                'pg_temp.idfields_decimal')::oid::text, true)::oid
+        END
+    END;
+END;
 
--- Decoders: plain SQL, inlinable. "time_ms" is unix milliseconds (Python: time_ns // 10^6).
+CREATE OR REPLACE FUNCTION idfields.next_decimal() RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT CASE WHEN pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
+            'idfields.decimal', true), '')::oid, idfields.resume_decimal())::regclass)
+            < 9223372010000000000
+        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
+            'idfields.decimal', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
+            pg_catalog.current_setting('idfields.decimal', true), '')::oid::regclass)
+            + 10000000000)
+        ELSE idfields.decimal_slow_path()
+    END;
+END;
+
+-- Decoders, bound at creation. "time_ms" is unix milliseconds.
 CREATE OR REPLACE FUNCTION idfields.decode_snowflake(
     id bigint, OUT "timestamp" bigint, OUT node integer, OUT sequence integer,
     OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
 )
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
+BEGIN ATOMIC
     SELECT id >> 22, ((id >> 12) & 1023)::integer, (id & 4095)::integer,
         1704067200000 + (id >> 22),
         timestamptz '2024-01-01 00:00:00+00' + (id >> 22) * interval '1 millisecond',
-        id > 0 AND id >> 22 <= 2199023255551
-$$;
+        id > 0 AND id >> 22 <= 2199023255551;
+END;
 
 CREATE OR REPLACE FUNCTION idfields.decode_traceid(
     id bigint, reference timestamptz, OUT "timestamp" bigint, OUT node_no integer,
     OUT counter integer, OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
 )
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
+BEGIN ATOMIC
     SELECT t.ts, ((id >> 22) & 65535)::integer, (id & 4194303)::integer,
         t.sec * 1000, pg_catalog.to_timestamp(0) + t.sec * interval '1 second',
         id > 0 AND t.ts <= 33554431 AND (id & 4194303) >= 1
@@ -455,22 +819,68 @@ AS $$
                      - 16777216 AS sec
           FROM (SELECT (pg_catalog.date_part('epoch', reference) * 1000000)::bigint AS us) AS u,
                LATERAL (SELECT CASE WHEN u.us >= 0 THEN u.us / 1000000
-                                    ELSE -((-u.us + 999999) / 1000000) END AS now_s) AS r) AS t
-$$;
+                                    ELSE -((-u.us + 999999) / 1000000) END AS now_s) AS r) AS t;
+END;
 
 CREATE OR REPLACE FUNCTION idfields.decode_traceid(
     id bigint, OUT "timestamp" bigint, OUT node_no integer,
     OUT counter integer, OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
 )
 LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
-AS $$ SELECT * FROM idfields.decode_traceid(id, pg_catalog.clock_timestamp()) $$;
+BEGIN ATOMIC
+    SELECT * FROM idfields.decode_traceid(id, pg_catalog.clock_timestamp());
+END;
 
-CREATE OR REPLACE FUNCTION idfields.decode_decimalid(
+CREATE OR REPLACE FUNCTION idfields.decode_decimal(
     id bigint, OUT counter bigint, OUT generator_id integer, OUT launch_id integer,
     OUT in_layout boolean
 )
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-AS $$
+BEGIN ATOMIC
     SELECT id / 10000000000, ((id / 100000) % 100000)::integer, (id % 100000)::integer,
-        id / 10000000000 BETWEEN 1 AND 922337202
+        id / 10000000000 BETWEEN 1 AND 922337202;
+END;
+
+-- The test hooks issue at any tick they are given: for the owner and its grantees only.
+REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid_at(bigint)
+    FROM PUBLIC;
+
+-- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
+-- and python -m idfields.sqlalchemy_ext nodes show the same). An app holder is
+-- 'host:pid:boot:start:token', a backend 'pg:pid:start ms'. A backend's row is 'dead' when its
+-- pid is gone from pg_stat_activity: an app claim takes that node at once, behind its fence.
+-- The view reads through a function with a string body, so it does not depend on the lease
+-- table: dropping the idfields tables (drop_all, a test teardown) never needs CASCADE.
+CREATE OR REPLACE FUNCTION idfields.node_holder_rows()
+RETURNS TABLE (layout text, node integer, kind text, host text, pid integer,
+               since timestamptz, expires timestamptz, state text, holder text)
+LANGUAGE sql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT l.layout::text, l.node,
+    CASE WHEN l.holder = '' THEN 'released'
+         WHEN l.holder ~ '^pg:' THEN 'database' ELSE 'app' END,
+    CASE WHEN l.holder ~ '^pg:' THEN 'database backend'
+         ELSE (regexp_match(l.holder, '^(.*):[0-9]+:[^:]*:[^:]*:[^:]*$'))[1] END,
+    (CASE WHEN l.holder ~ '^pg:' THEN split_part(l.holder, ':', 2)
+          ELSE (regexp_match(l.holder, '^.*:([0-9]+):[^:]*:[^:]*:[^:]*$'))[1] END)::integer,
+    to_timestamp(l.acquired_at_ms / 1000.0),
+    to_timestamp(l.expires_at_ms / 1000.0),
+    CASE WHEN l.holder = '' THEN 'released'
+         WHEN l.expires_at_ms < idfields.clock_ms() THEN 'expired'
+         WHEN l.holder ~ '^pg:' AND NOT EXISTS (
+             SELECT FROM pg_stat_activity AS a
+             WHERE a.pid = split_part(l.holder, ':', 2)::integer) THEN 'dead'
+         ELSE 'live' END,
+    l.holder::text
+FROM @lease_schema@.idfields_node_lease AS l
 $$;
+
+CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_holder_rows();
+
+-- The installed version, which the install operations read before replacing or dropping
+-- anything: an upgrade knows what it replaces, and a version they do not know is refused.
+COMMENT ON SCHEMA idfields IS 'idfields SQL 0001';
+
+SELECT pg_catalog.set_config('search_path',
+    pg_catalog.current_setting('idfields.install_search_path'), true);

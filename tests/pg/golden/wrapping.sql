@@ -1,4 +1,4 @@
--- idfields 0005: ID functions of layout wrapping, from idfields.sql.layouts.
+-- idfields: ID functions of layout wrapping, from idfields.sql.layouts.
 SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);

@@ -1,4 +1,4 @@
--- idfields 0004: ID functions of layout narrow, from idfields.sql.layouts.
+-- idfields: ID functions of layout narrow, from idfields.sql.layouts.
 SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
@@ -73,6 +73,15 @@ BEGIN ATOMIC
     SELECT idfields.take_ids('narrow', 'narrow#b4f0ae9ca745', n, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
 END;
 
+CREATE OR REPLACE FUNCTION idfields."take_narrow_ranges"(
+    n bigint, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
+BEGIN ATOMIC
+    SELECT r.first_id, r.last_id
+    FROM idfields.take_id_ranges('narrow', 'narrow#b4f0ae9ca745', n, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease')) AS r;
+END;
+
 CREATE OR REPLACE FUNCTION idfields."decode_narrow"(
     id bigint, OUT "timestamp" bigint, OUT "node" integer, OUT "sequence" integer,
     OUT time_ms bigint, OUT "time" timestamptz, OUT in_layout boolean
@@ -95,6 +104,7 @@ SELECT pg_catalog.set_config('search_path',
     pg_catalog.current_setting('idfields.install_search_path'), true);
 
 -- drop
+DROP FUNCTION IF EXISTS idfields."take_narrow_ranges"(bigint);
 DROP FUNCTION IF EXISTS idfields."take_narrow"(bigint);
 DROP FUNCTION IF EXISTS idfields."next_narrow"();
 DROP FUNCTION IF EXISTS idfields."next_narrow_at"(bigint);
