@@ -34,8 +34,8 @@ def _created(script: str) -> set[str]:
     return set(re.findall(r"CREATE OR REPLACE FUNCTION (idfields\.[\w\"]+)\(", script))
 
 
-def test_every_builtin_function_is_created_by_sql_0001() -> None:
-    created = _created(sql.load("0001"))
+def test_every_builtin_function_is_created_by_the_sql() -> None:
+    created = _created(sql.load(sql.VERSION))
     for name, functions in BUILTIN_FUNCTIONS.items():
         assert BUILTIN_LAYOUTS[name] is not None
         named = [functions.next, functions.decode, functions.next_at]
@@ -50,16 +50,15 @@ def test_a_user_layouts_functions_are_the_ones_its_migration_creates() -> None:
     assert functions_of("orders") == functions
 
 
-def test_take_functions_are_created_from_sql_0002_on() -> None:
-    for version in ("0002", sql.LATEST):
-        created = _created(sql.load(version))
-        assert {f.take for f in BUILTIN_FUNCTIONS.values() if f.take} <= created
-        assert functions_of(ORDERS).take in _created(render_layout_function(ORDERS, version)[0])
+def test_take_functions_are_created_for_time_based_layouts() -> None:
+    created = _created(sql.load(sql.VERSION))
+    assert {f.take for f in BUILTIN_FUNCTIONS.values() if f.take} <= created
+    assert functions_of(ORDERS).take in _created(render_layout_function(ORDERS)[0])
     assert BUILTIN_FUNCTIONS["decimal"].take is None
 
 
 def test_builtin_names_resolve_to_their_own_or_rendered_functions() -> None:
-    assert functions_of("decimal").next_call == "idfields.next_decimalid()"
+    assert functions_of("decimal").next_call == "idfields.next_decimal()"
     assert functions_of("snowflake_js").next == functions_of(SNOWFLAKE_JS).next
     with pytest.raises(LayoutError, match="cannot be generated inside PostgreSQL"):
         functions_of("globalid")

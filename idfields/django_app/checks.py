@@ -333,7 +333,7 @@ def check_launch_room(
 ) -> list[Any]:
     """DecimalId: warn once the current launch has used more than half its generator ids.
 
-    Every process, and every database backend calling ``next_decimalid()``, takes a generator id
+    Every process, and every database backend calling ``next_decimal()``, takes a generator id
     of the launch for good (a counter cannot be fenced by time), so connection churn uses them up.
     """
     settings = get_settings()
@@ -355,7 +355,7 @@ def check_launch_room(
                     f"{room.generators_used:,} of its {room.generators_total:,} generator ids "
                     "(one per process start and per database backend that generates).",
                     hint="Record a new launch (manage.py idfields_launch) at the next deploy, "
-                    "and pool database connections that call next_decimalid().",
+                    "and pool database connections that call next_decimal().",
                     obj=_SETTING,
                     id="idfields.W020",
                 )

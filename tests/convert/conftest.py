@@ -40,7 +40,7 @@ def id_functions(pg: Callable[..., Rows]) -> Iterator[None]:
 
     (lease_table,) = create_tables("postgresql", "idfields_node_lease")
     pg(lease_table)
-    pg(sql.load(sql.LATEST))
+    pg(sql.load(sql.VERSION))
     yield
     pg("DROP SCHEMA conv CASCADE")  # the tables whose defaults call the functions
     pg("CREATE SCHEMA conv")

@@ -48,18 +48,12 @@ def run_in_threads(work: Callable[[int], None], count: int) -> None:
     assert not errors
 
 
-def sql_version() -> str:
-    """The SQL version the suite installs: the latest, or ``IDFIELDS_TEST_SQL_VERSION`` (run the
-    reproductions against an older release to see them fail)."""
-    return os.environ.get("IDFIELDS_TEST_SQL_VERSION", sql.LATEST)
-
-
 @pytest.fixture(scope="session")
 def pg_kwargs(postgres_url: str) -> dict[str, object]:
     kwargs = DbUrl.parse(postgres_url).psycopg_kwargs()
     with psycopg.connect(**kwargs, autocommit=True) as conn:
         conn.execute(TABLES)
-        conn.execute(sql.load(sql_version()))
+        conn.execute(sql.load(sql.VERSION))
     return kwargs
 
 
@@ -78,16 +72,16 @@ def install_if_missing(conn: psycopg.Connection[Any]) -> None:
     conn.execute(TABLES)
     row = conn.execute("SELECT to_regnamespace('idfields')").fetchone()
     if row is None or row[0] is None:  # another suite's teardown dropped the functions
-        conn.execute(sql.load(sql_version()))
+        conn.execute(sql.load(sql.VERSION))
 
 
 def install_layouts(pg_kwargs: dict[str, object], *layouts: Layout) -> None:
     """For a module fixture: the tables and functions (:func:`install_if_missing`), these user
-    layouts' functions in the SQL version under test, and launch 1 (DecimalId needs one)."""
+    layouts' functions, and launch 1 (DecimalId needs one)."""
     with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
         install_if_missing(conn)
         for layout in layouts:
-            conn.execute(render_layout_function(layout, sql_version())[0].encode())
+            conn.execute(render_layout_function(layout)[0].encode())
         conn.execute(
             "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
         )
@@ -243,7 +237,7 @@ def primary_and_standby() -> Iterator[Pair]:
         pair = Pair(DbUrl.parse(primary), DbUrl.parse(standby))
         with psycopg.connect(**pair.primary.psycopg_kwargs(), autocommit=True) as conn:
             conn.execute(TABLES)
-            conn.execute(sql.load(sql_version()).encode())
+            conn.execute(sql.load(sql.VERSION).encode())
             conn.execute("INSERT INTO idfields_launch VALUES (1, 'test', now())")
             # The insert position: it covers the commit records (an asynchronous commit
             # returns before they are written out).

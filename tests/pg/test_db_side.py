@@ -50,7 +50,7 @@ def test_sql_decode_equals_python_decode(pg_kwargs: dict[str, object], value: in
         trace = conn.execute(
             "SELECT * FROM idfields.decode_traceid(%s, %s)", [value, reference]
         ).fetchone()
-        dec = conn.execute("SELECT * FROM idfields.decode_decimalid(%s)", [value]).fetchone()
+        dec = conn.execute("SELECT * FROM idfields.decode_decimal(%s)", [value]).fetchone()
     py = SNOWFLAKE.decode(value)
     assert snow[:3] == (py.values["timestamp"], py.values["node"], py.values["sequence"])
     assert (snow[3], snow[5]) == (py.time_ns // 10**6, py.in_layout)
@@ -164,7 +164,7 @@ def test_restricted_role_with_documented_grants(pg_kwargs, connect) -> None:
             "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
         )
         conn = connect(user="idfields_app")
-        for function in ("next_snowflake", "next_traceid", "next_decimalid"):
+        for function in ("next_snowflake", "next_traceid", "next_decimal"):
             ids = ids_of(conn, call(function), 1000)
             assert ids == sorted(set(ids))
         pid = conn.info.backend_pid

@@ -12,7 +12,7 @@ from tests.pg.sample_layouts import LAYOUTS
 
 
 def test_every_sample_layout_has_a_golden_file() -> None:
-    assert sorted(p.stem for p in FOLDER.glob("*.sql")) == sorted(l.name for l in LAYOUTS)
+    assert sorted(p.stem for p in FOLDER.glob("*.sql")) == sorted(layout.name for layout in LAYOUTS)
 
 
 @pytest.mark.parametrize("index", range(len(LAYOUTS)), ids=[layout.name for layout in LAYOUTS])

@@ -191,7 +191,7 @@ def unplant(admin: psycopg.Connection, schema: str) -> None:
 CALLS = [
     "idfields.next_snowflake()",
     "idfields.next_traceid()",
-    "idfields.next_decimalid()",
+    "idfields.next_decimal()",
     "idfields.next_narrow()",
     "idfields.next_wrapping()",
     "(SELECT pg_catalog.count(*) FROM idfields.take_snowflake(5000))",
@@ -203,7 +203,7 @@ CALLS = [
     "(idfields.decode_snowflake(384027384216551424)).node",
     "(idfields.decode_traceid(384027384216551424)).node_no",
     "(idfields.decode_traceid(384027384216551424, pg_catalog.clock_timestamp())).counter",
-    "(idfields.decode_decimalid(384027384216551424)).launch_id",
+    "(idfields.decode_decimal(384027384216551424)).launch_id",
     "(idfields.decode_narrow(384027384216551424)).in_layout",
     "(idfields.decode_wrapping(384027384216551424)).in_layout",
 ]
@@ -353,8 +353,8 @@ def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) ->
     """EXECUTE and TEMPORARY revoked from PUBLIC: the role has the README's grants and no more."""
     role = f"idfields_app_{secrets.token_hex(3)}"
     with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
-        admin.execute(idsql.load(idsql.LATEST).encode())
-        admin.execute(render_layout_function(NARROW, idsql.LATEST)[0].encode())
+        admin.execute(idsql.load(idsql.VERSION).encode())
+        admin.execute(render_layout_function(NARROW)[0].encode())
         admin.execute("INSERT INTO idfields_launch VALUES (1, 'test', now())")
         admin.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA idfields FROM PUBLIC")
         database = sql.Identifier(empty_database.database)
@@ -371,7 +371,7 @@ def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) ->
             with psycopg.connect(
                 **empty_database.psycopg_kwargs() | {"user": role}, autocommit=True
             ) as app:
-                for function in ("next_snowflake", "next_traceid", "next_decimalid", "next_narrow"):
+                for function in ("next_snowflake", "next_traceid", "next_decimal", "next_narrow"):
                     ids = ids_of(app, function, 3000)
                     assert ids == sorted(set(ids))
                 taken = app.execute("SELECT count(*) FROM idfields.take_snowflake(10000)")
@@ -455,18 +455,18 @@ def test_a_claim_does_not_wait_for_a_transaction_that_used_a_generator(
     assert node_claimed_beside(first, connect) == 6
 
 
-def test_a_first_decimalid_waits_for_an_open_first_decimalid_as_the_readme_says(
+def test_a_first_decimal_waits_for_an_open_first_decimal_as_the_readme_says(
     connect: Any,
 ) -> None:
     first = connect(autocommit=False)
-    ids_of(first, "next_decimalid", 1)  # claims a generator id: the counter row is locked
+    ids_of(first, "next_decimal", 1)  # claims a generator id: the counter row is locked
     conn = connect(options="-c lock_timeout=300")
     try:
         with pytest.raises(psycopg.errors.LockNotAvailable):
-            ids_of(conn, "next_decimalid", 1)
+            ids_of(conn, "next_decimal", 1)
     finally:
         first.commit()
-    assert ids_of(conn, "next_decimalid", 1)
+    assert ids_of(conn, "next_decimal", 1)
 
 
 # -- 6. the lease tables' schema ----------------------------------------------------------------
@@ -519,7 +519,7 @@ def django_run_install(url: DbUrl, search_path: str, django_db_blocker: Any) -> 
         connection = ConnectionHandler(databases)["default"]
         try:
             with connection.schema_editor(atomic=False) as editor:
-                InstallIdFunctions(idsql.LATEST).database_forwards(
+                InstallIdFunctions(idsql.VERSION).database_forwards(
                     "idfields", editor, ProjectState(), ProjectState()
                 )
         finally:
@@ -653,7 +653,7 @@ def test_the_apps_lock_key_is_the_sql_functions(connect: Any) -> None:
         assert row == (lease_lock_key(key),)
 
 
-@pytest.mark.parametrize("function", ["next_snowflake", "next_decimalid", "next_narrow"])
+@pytest.mark.parametrize("function", ["next_snowflake", "next_decimal", "next_narrow"])
 def test_a_read_only_transaction_gets_an_idfields_error(connect: Any, function: str) -> None:
     """SQL 0001: 'cannot execute CREATE SEQUENCE in a read-only transaction'."""
     conn = connect(autocommit=False)

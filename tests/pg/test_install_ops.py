@@ -85,7 +85,7 @@ def test_django_install_then_reverse_drops_everything(
 
     from idfields.migrations.django import InstallIdFunctions
 
-    operation = InstallIdFunctions("0001")
+    operation = InstallIdFunctions(sql.VERSION)
     run(django_connection, operation, "forwards")
     ids = generates(empty_database)
     assert ids == sorted(set(ids))
@@ -101,66 +101,18 @@ def test_django_install_then_reverse_drops_everything(
     assert schema == (None,)
 
 
-def test_django_upgrade_reverses_to_the_previous_version(
-    django_connection: Any, empty_database: DbUrl
-) -> None:
-    from idfields.migrations.django import InstallIdFunctions
-
-    upgrade = InstallIdFunctions(sql.LATEST, from_version=sql.available()[0])
-    assert "Upgrade" in upgrade.describe()
-    run(django_connection, upgrade, "forwards")
-    run(
-        django_connection, upgrade, "backwards"
-    )  # restores from_version, drops only LATEST's additions
-    assert installed(empty_database)
-    assert generates(empty_database)
-
-
-def test_django_app_migrations_reverse_step_by_step_to_nothing(
-    django_connection: Any, empty_database: DbUrl
-) -> None:
-    """Each reversed step leaves exactly what its predecessor installed: no function the later
-    version added stays behind, so the last step's DROP SCHEMA idfields succeeds."""
+def test_django_app_installs_the_functions_with_its_one_migration() -> None:
+    """A fresh ``migrate idfields`` runs one migration, and one SQL file in it."""
     from importlib import import_module
+    from pathlib import Path
 
-    names = [
-        "0002_idfields_functions_0002",
-        "0003_idfields_functions_0003",
-        "0004_idfields_functions_0004",
-        "0005_idfields_functions_0005",
-    ]
-    steps = [import_module(f"idfields.django_app.migrations.{name}").Migration for name in names]
-    left_by: list[set[str]] = []
-    for step in steps:
-        left_by.append(idfields_objects(empty_database))
-        for operation in step.operations:
-            run(django_connection, operation, "forwards")
-    assert generates(empty_database)
-    for step, before in zip(reversed(steps), reversed(left_by), strict=True):
-        for operation in reversed(step.operations):
-            run(django_connection, operation, "backwards")
-        assert idfields_objects(empty_database) == before
-    assert not schema_exists(empty_database)
-
-
-@pytest.mark.parametrize(
-    ("older", "newer"),
-    [("0001", "0002"), ("0002", "0003"), ("0003", "0004"), ("0004", "0005"), ("0001", "0005")],
-)
-def test_django_downgrade_leaves_exactly_the_older_version(
-    django_connection: Any, empty_database: DbUrl, older: str, newer: str
-) -> None:
     from idfields.migrations.django import InstallIdFunctions
 
-    run(django_connection, InstallIdFunctions(older), "forwards")
-    installed_alone = idfields_objects(empty_database)
-    upgrade = InstallIdFunctions(newer, from_version=older)
-    run(django_connection, upgrade, "forwards")
-    run(django_connection, upgrade, "backwards")
-    assert idfields_objects(empty_database) == installed_alone
-    assert generates(empty_database)
-    run(django_connection, InstallIdFunctions(older), "backwards")
-    assert not schema_exists(empty_database)
+    folder = Path(import_module("idfields.django_app.migrations").__file__ or "").parent
+    assert sorted(p.name for p in folder.glob("0*.py")) == ["0001_initial.py"]
+    initial = import_module("idfields.django_app.migrations.0001_initial").Migration
+    installs = [op for op in initial.operations if isinstance(op, InstallIdFunctions)]
+    assert [op.version for op in installs] == [sql.VERSION]
 
 
 def test_django_collected_sql_is_the_versioned_file_and_runs(
@@ -168,14 +120,14 @@ def test_django_collected_sql_is_the_versioned_file_and_runs(
 ) -> None:
     from idfields.migrations.django import InstallIdFunctions
 
-    collected = run(django_connection, InstallIdFunctions("0001"), "forwards", collect=True)
+    collected = run(django_connection, InstallIdFunctions(sql.VERSION), "forwards", collect=True)
     assert not installed(empty_database)  # collecting executes nothing
-    assert len(collected) == 1 and collected[0].startswith(sql.load("0001"))
+    assert collected == [sql.load(sql.VERSION, "public")]
     with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
         conn.execute(collected[0].encode())
     assert generates(empty_database)
-    dropped = run(django_connection, InstallIdFunctions("0001"), "backwards", collect=True)
-    assert dropped[0].startswith(sql.load_drop("0001"))
+    dropped = run(django_connection, InstallIdFunctions(sql.VERSION), "backwards", collect=True)
+    assert dropped == [sql.load_drop(sql.VERSION)]
 
 
 def test_django_operation_is_a_no_op_on_sqlite_and_where_the_router_says_no(
@@ -186,7 +138,7 @@ def test_django_operation_is_a_no_op_on_sqlite_and_where_the_router_says_no(
 
     from idfields.migrations.django import InstallIdFunctions
 
-    operation = InstallIdFunctions("0001")
+    operation = InstallIdFunctions(sql.VERSION)
     sqlite = ConnectionHandler(
         {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
     )
@@ -208,17 +160,20 @@ def test_django_operation_deconstructs_and_refuses_unknown_versions() -> None:
     pytest.importorskip("django")
     from idfields.migrations.django import InstallIdFunctions
 
-    operation = InstallIdFunctions("0001", from_version="0001")
+    operation = InstallIdFunctions(sql.VERSION, lease_schema="app")
     path, args, kwargs = operation.deconstruct()
     assert path == "InstallIdFunctions"  # Django's OperationWriter adds the module
     assert InstallIdFunctions(*args, **kwargs).deconstruct() == (path, args, kwargs)
-    with pytest.raises(ValueError, match="released: 0001"):
+    with pytest.raises(ValueError, match="has no SQL version '9999'"):
         InstallIdFunctions("9999")
 
 
 # --- Alembic ------------------------------------------------------------------------------
 
-MIGRATION = alembic_env.migration('op.install_id_functions("0001")', 'op.drop_id_functions("0001")')
+MIGRATION = alembic_env.migration(
+    f'op.install_id_functions("{sql.VERSION}", lease_schema="public")',
+    f'op.drop_id_functions("{sql.VERSION}")',
+)
 
 
 def test_alembic_upgrade_and_downgrade_online(empty_database: DbUrl, tmp_path: Path) -> None:
@@ -254,68 +209,17 @@ def test_alembic_offline_sql_is_the_versioned_file_and_runs(
 def test_alembic_ops_reverse_each_other() -> None:
     from idfields.migrations.alembic.functions import DropIdFunctionsOp, InstallIdFunctionsOp
 
-    install = InstallIdFunctionsOp("0001")
+    install = InstallIdFunctionsOp(sql.VERSION)
     assert isinstance(install.reverse(), DropIdFunctionsOp)
     assert isinstance(install.reverse().reverse(), InstallIdFunctionsOp)
-    upgrade = InstallIdFunctionsOp("0001", from_version="0001").reverse()
-    assert isinstance(upgrade, InstallIdFunctionsOp) and upgrade.from_version == "0001"
     with pytest.raises(ValueError, match="no SQL version '9999'"):
-        InstallIdFunctionsOp("0001", from_version="9999")
+        InstallIdFunctionsOp("9999")
 
 
-def test_alembic_offline_install_of_0002_names_the_schema(
+def test_alembic_offline_install_without_a_schema_is_refused(
     empty_database: DbUrl, tmp_path: Path
 ) -> None:
-    named = alembic_env.migration(
-        'op.install_id_functions("0002", lease_schema="public")', 'op.drop_id_functions("0002")'
-    )
-    config, output = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), named)
-    command.upgrade(config, "head", sql=True)
-    script = output.getvalue()
-    assert '"public".idfields_node_lease' in script and "BEGIN ATOMIC" in script
-    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
-        conn.execute(script.encode())
-    assert generates(empty_database)
-
-
-def test_alembic_offline_install_of_0002_without_a_schema_is_refused(
-    empty_database: DbUrl, tmp_path: Path
-) -> None:
-    unnamed = alembic_env.migration('op.install_id_functions("0002")', "pass")
+    unnamed = alembic_env.migration(f'op.install_id_functions("{sql.VERSION}")', "pass")
     config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), unnamed)
     with pytest.raises(ValueError, match="pass lease_schema="):
         command.upgrade(config, "head", sql=True)
-
-
-def test_alembic_online_upgrade_0001_to_0002_in_place(
-    empty_database: DbUrl, tmp_path: Path
-) -> None:
-    upgrade = alembic_env.migration(
-        'op.install_id_functions("0001")\n    op.install_id_functions("0002", from_version="0001")',
-        'op.drop_id_functions("0002")',
-    )
-    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), upgrade)
-    command.upgrade(config, "head")
-    ids = generates(empty_database)
-    assert ids == sorted(set(ids))
-    command.downgrade(config, "base")
-    assert not installed(empty_database)
-
-
-def test_alembic_downgrade_of_an_upgrade_drops_what_the_newer_version_added(
-    empty_database: DbUrl, tmp_path: Path
-) -> None:
-    from idfields.migrations.alembic.functions import InstallIdFunctionsOp
-
-    reverse = InstallIdFunctionsOp("0003", from_version="0002").reverse()
-    assert isinstance(reverse, InstallIdFunctionsOp)
-    assert (reverse.version, reverse.from_version) == ("0002", "0003")
-    steps = alembic_env.migration(
-        'op.install_id_functions("0002")\n    op.install_id_functions("0003", from_version="0002")',
-        'op.install_id_functions("0002", from_version="0003")\n    op.drop_id_functions("0002")',
-    )
-    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), steps)
-    command.upgrade(config, "head")
-    assert generates(empty_database)
-    command.downgrade(config, "base")
-    assert not schema_exists(empty_database)

@@ -20,7 +20,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
-from idfields import sql as idsql
 from idfields.errors import LayoutError
 from idfields.layouts import (
     DECIMAL,
@@ -32,7 +31,7 @@ from idfields.layouts import (
     Sequence,
     Timestamp,
 )
-from idfields.sql.layouts import VERSIONS, render_layout_function
+from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import TABLES, install_if_missing, run_in_threads
 from tests.pg.sample_layouts import COARSE, EPOCH, FINE, LAYOUTS, NARROW, TAGGED, WRAPPING
 from tests.pg.test_install_ops import MIGRATION as FUNCTIONS_MIGRATION
@@ -46,7 +45,7 @@ def installed(pg_kwargs: dict[str, object]) -> None:
     with psycopg.connect(**pg_kwargs, autocommit=True) as conn:
         install_if_missing(conn)
         for layout in LAYOUTS:
-            conn.execute(render_layout_function(layout, idsql.LATEST)[0].encode())
+            conn.execute(render_layout_function(layout)[0].encode())
 
 
 def next_id(layout: Layout) -> sql.Composable:
@@ -323,11 +322,6 @@ def test_inexpressible_layouts_are_refused_with_the_fix(layout: Layout, problem:
     assert ";" in message  # the problem, then the fix
 
 
-def test_unknown_sql_version_is_refused() -> None:
-    with pytest.raises(ValueError, match="not '9999'"):
-        render_layout_function(NARROW, "9999")
-
-
 # --- migration operations on a fresh database ------------------------------------------------
 
 
@@ -353,7 +347,7 @@ def test_django_operation_round_trips_through_a_migration_file(
 
     from idfields.migrations.django import InstallIdFunctions, InstallLayoutFunctions
 
-    operation = InstallLayoutFunctions(layout=NARROW, version="0001")
+    operation = InstallLayoutFunctions(layout=NARROW)
     source, imports = OperationWriter(operation, indentation=0).serialize()
     assert "'kind': 'sequence'" in source and "'width': 4" in source  # the layout's fields
     namespace: dict[str, Any] = {}
@@ -371,7 +365,7 @@ def test_django_operation_round_trips_through_a_migration_file(
     assert not {"next_narrow", "next_narrow_at", "decode_narrow"} & left
     assert "next_snowflake" in left  # only the layout's functions went
     with pytest.raises(LayoutError, match="it is decimal"):
-        InstallLayoutFunctions(layout=DECIMAL.to_spec(), version="0001")
+        InstallLayoutFunctions(layout=DECIMAL.to_spec())
 
 
 MIGRATION = '''
@@ -387,11 +381,11 @@ LAYOUT = {spec!r}
 
 
 def upgrade() -> None:
-    op.install_layout_functions(LAYOUT, "0001")
+    op.install_layout_functions(LAYOUT)
 
 
 def downgrade() -> None:
-    op.drop_layout_functions(LAYOUT, "0001")
+    op.drop_layout_functions(LAYOUT)
 '''
 
 
@@ -418,8 +412,7 @@ def test_alembic_layout_operations_reverse_each_other() -> None:
         InstallLayoutFunctionsOp,
     )
 
-    install = InstallLayoutFunctionsOp(NARROW.to_spec(), "0001")
+    install = InstallLayoutFunctionsOp(NARROW.to_spec())
     assert isinstance(install.reverse(), DropLayoutFunctionsOp)
     assert install.reverse().layout == NARROW
     assert isinstance(install.reverse().reverse(), InstallLayoutFunctionsOp)
-    assert idsql.LATEST in VERSIONS  # a new SQL version needs its layout template too

@@ -30,7 +30,7 @@ SLOW_PATHS = {
     "next_snowflake": "time_slow_path",
     "next_traceid": "time_slow_path",
     "next_narrow": "time_slow_path",
-    "next_decimalid": "decimalid_slow_path",
+    "next_decimal": "decimal_slow_path",
 }
 
 
@@ -114,7 +114,7 @@ def test_resets_between_transactions_never_repeat(connect: Any, reset: str) -> N
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.parametrize("function", ["next_snowflake", "next_decimalid", "next_narrow"])
+@pytest.mark.parametrize("function", ["next_snowflake", "next_decimal", "next_narrow"])
 def test_a_read_only_transaction_after_ids_gets_the_idfields_error(
     connect: Any, function: str
 ) -> None:

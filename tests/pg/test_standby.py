@@ -19,7 +19,7 @@ pytestmark = pytest.mark.postgres
 GENERATORS = [
     "idfields.next_snowflake()",
     "idfields.next_traceid()",
-    "idfields.next_decimalid()",
+    "idfields.next_decimal()",
     "(SELECT count(*) FROM idfields.take_snowflake(1000))",
     "(SELECT count(*) FROM idfields.take_traceid(10))",
     "(SELECT count(*) FROM idfields.take_snowflake_ranges(1000))",
@@ -56,10 +56,10 @@ def test_a_standby_decodes_what_the_primary_issued(
 ) -> None:
     with connection(primary_and_standby.primary, False) as primary:
         made = primary.execute(
-            "SELECT idfields.next_snowflake(), idfields.next_traceid(), idfields.next_decimalid()"
+            "SELECT idfields.next_snowflake(), idfields.next_traceid(), idfields.next_decimal()"
         ).fetchone()
     assert made is not None
-    snowflake, traceid, decimalid = made
+    snowflake, traceid, decimal = made
     node, ms = standby.execute(
         "SELECT d.node, d.time_ms FROM idfields.decode_snowflake(%s) d",
         [snowflake],
@@ -67,7 +67,7 @@ def test_a_standby_decodes_what_the_primary_issued(
     decoded = get_layout("snowflake").decode(snowflake)
     assert node == decoded.values["node"] and ms == decoded.time_ns // 10**6
     assert standby.execute("SELECT (idfields.decode_traceid(%s)).node_no", [traceid]).fetchone()
-    launch = standby.execute("SELECT (idfields.decode_decimalid(%s)).launch_id", [decimalid])
+    launch = standby.execute("SELECT (idfields.decode_decimal(%s)).launch_id", [decimal])
     assert launch.fetchone() == (1,)
 
 

@@ -1,6 +1,6 @@
 """Bulk IDs inside PostgreSQL: idfields.take_<layout>(n), the same IDs as n calls of
-next_<layout>(), validated once per tick; from SQL 0005 the same IDs as ranges,
-take_<layout>_ranges(n), one row per tick for the INSERT to expand."""
+next_<layout>(), validated once per tick; and the same IDs as ranges, take_<layout>_ranges(n),
+one row per tick for the INSERT to expand."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 
 from idfields import sql
 from idfields.layouts import SNOWFLAKE, TRACEID
-from tests.pg.conftest import sql_version
 
 
 def taken(conn: psycopg.Connection, function: str, n: int) -> list[int]:
@@ -49,18 +48,12 @@ def expanded(conn: psycopg.Connection, layout: str, n: int) -> list[int]:
     return [row[0] for row in conn.execute(query.encode(), [n]).fetchall()]
 
 
-def needs_ranges() -> None:
-    if sql_version() < "0005":
-        pytest.skip(f"take_<layout>_ranges(n) is SQL 0005's; this run installs {sql_version()}")
-
-
 @pytest.mark.parametrize(("function", "layout"), [("snowflake", SNOWFLAKE), ("traceid", TRACEID)])
 def test_ranges_continue_the_backends_sequence_as_take_does(
     connect: Any, function: str, layout: Any
 ) -> None:
     """Ranges, then take(n), then next(): one sequence of distinct IDs in the layout, each range
     inside one tick (its IDs differ in the sequence bits only)."""
-    needs_ranges()
     conn = connect()
     before = conn.execute(f"SELECT idfields.next_{function}()".encode()).fetchone()[0]
     query = f"SELECT first_id, last_id FROM idfields.take_{function}_ranges(20000)"  # noqa: S608
@@ -78,7 +71,6 @@ def test_ranges_continue_the_backends_sequence_as_take_does(
 
 
 def test_ranges_from_two_sessions_never_overlap(connect: Any) -> None:
-    needs_ranges()
     first, second = connect(), connect()
     ids = expanded(first, "snowflake", 30_000) + expanded(second, "snowflake", 30_000)
     ids += expanded(first, "snowflake", 30_000)
@@ -86,7 +78,6 @@ def test_ranges_from_two_sessions_never_overlap(connect: Any) -> None:
 
 
 def test_ranges_feed_an_insert_select(connect: Any) -> None:
-    needs_ranges()
     conn = connect()
     conn.execute("CREATE TEMPORARY TABLE bulk (id bigint PRIMARY KEY, v integer)")
     conn.execute(
@@ -109,9 +100,8 @@ def test_take_of_nothing_and_of_less_than_nothing(connect: Any) -> None:
         taken(conn, "take_snowflake", -1)
 
 
-def test_load_names_the_lease_schema_from_0002_on() -> None:
-    assert '"my ""odd"" schema".idfields_node_lease' in sql.load("0002", 'my "odd" schema')
-    assert "@lease_schema@" not in sql.load("0002")
-    with pytest.raises(ValueError, match="leases from schema public only"):
-        sql.load("0001", lease_schema="app")
-    assert sql.needs_lease_schema("0002") and not sql.needs_lease_schema("0001")
+def test_load_names_the_lease_schema() -> None:
+    assert '"my ""odd"" schema".idfields_node_lease' in sql.load(sql.VERSION, 'my "odd" schema')
+    assert "@lease_schema@" not in sql.load(sql.VERSION)
+    with pytest.raises(ValueError, match="lease_schema must be a schema name"):
+        sql.load(sql.VERSION, lease_schema="")

@@ -156,7 +156,7 @@ def test_bad_arguments_name_the_fix() -> None:
 def test_server_side_default_fetches_the_database_made_id(pg_engine: sa.Engine) -> None:
     with pg_engine.begin() as conn:  # the lease tables and the functions, as a migration would
         metadata.create_all(conn)
-        conn.execution_options(no_parameters=True).exec_driver_sql(sql.load(sql.LATEST))
+        conn.execution_options(no_parameters=True).exec_driver_sql(sql.load(sql.VERSION))
 
     class ServerBase(DeclarativeBase):
         pass

@@ -89,7 +89,8 @@ class InstallIdFunctions(IdFieldsOperation):
         installed = _installed(schema_editor)
         schema = self.lease_schema
         if schema is None:
-            schema = sql.lease_schema_from(_rows(schema_editor, sql.FIND_LEASE_SCHEMAS))
+            found = _rows(schema_editor, sql.FIND_LEASE_SCHEMAS)
+            schema = sql.lease_schema_from([row[0] for row in found])
         execute(schema_editor, sql.install_script(installed, version, schema))
 
     def describe(self) -> str:
