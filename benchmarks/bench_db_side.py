@@ -93,8 +93,7 @@ INSTAGRAM_ID = Candidate(
     "Instagram next_id()", "bigint DEFAULT idfields_bench_instagram.next_id()", unique=False
 )
 UUID4 = Candidate("gen_random_uuid()", "uuid DEFAULT gen_random_uuid()")
-# take_snowflake(n)'s IDs as one (first_id, last_id) row per tick, the INSERT expanding them
-# (SQL 0005).
+# take_snowflake(n)'s IDs as one (first_id, last_id) row per tick, the INSERT expanding them.
 RANGES = Candidate(
     "take_snowflake_ranges(n)",
     "bigint",
@@ -126,7 +125,7 @@ PARTS = {
     "nextval": "pg_catalog.nextval('pg_temp.idfields_bench_nextval')",
     "whole": "idfields.next_snowflake()",
 }
-# What the attempts on the hot path gave (SQL 0003): backend time per transaction (a procedure
+# What the attempts on the hot path gave: backend time per transaction (a procedure
 # committing after each INSERT, plain or through EXECUTE), 1M-row bulk ratio and planning time,
 # medians of 3-5 interleaved rounds on the shared 2-core machine.
 ATTEMPTS = (
@@ -139,12 +138,12 @@ ATTEMPTS = (
     "transaction-local switch: three setting reads a row (nextval() would read it once, but "
     "it moves the caller's lastval())"
 )
-# What the attempts on a transaction's first ID gave (SQL 0004), measured as per_transaction_note
-# measures, medians of 5-7 interleaved runs on the shared 2-core machine (spread +-30%).
+# What the attempts on a transaction's first ID gave, measured as per_transaction_note measures,
+# medians of 5-7 interleaved runs on the shared 2-core machine (spread +-30%).
 ATTEMPTS_PER_TRANSACTION = (
     "attempts: the first ID of a transaction and of a new tick through one small PL/pgSQL "
     "function per layout, next_<layout>_tick(), its geometry as literals, instead of the "
-    "generic time_next() with 18 arguments (SQL 0004, kept): generic calls per 100 single-row "
+    "generic time_next() with 18 arguments (kept): generic calls per 100 single-row "
     "transactions 100 -> 0-2, a transaction's first ID 36 -> 19 us; no PERFORM in it (an "
     "executor run each) -3 us; without its SET search_path: within noise in the procedure, "
     "5-18 us a transaction less under pgbench (prepared, 3 interleaved rounds: sync-on ratio "
@@ -166,10 +165,10 @@ ATTEMPTS_PER_TRANSACTION = (
 # interleaved rounds against IDENTITY, in a scratch database).
 TAKE_ATTEMPTS = (
     "attempts: the same IDs as one (first_id, last_id) row per tick that the INSERT expands "
-    "with generate_series (take_snowflake_ranges(n), SQL 0005, kept: its own row; 0.82x-0.84x "
+    "with generate_series (take_snowflake_ranges(n), kept: its own row; 0.82x-0.84x "
     "in 8 prototype rounds against 0.95x-0.99x for take_snowflake(n) and 0.80x-0.81x for IDs "
     "streamed from generate_series with no key work); take_snowflake(n) expanding the same "
-    "ranges inside (SQL 0005, kept: one loop for both; as a prototype SQL function 0.92x-0.93x): "
+    "ranges inside (kept: one loop for both; as a prototype SQL function 0.92x-0.93x): "
     "its set still comes back through one tuplestore"
 )
 # A transaction's first ID in the backend, planned once (as prepared statements are) or per
@@ -294,18 +293,17 @@ def _take_result_type(conn: psycopg.Connection[Any]) -> str | None:
 
 
 def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]:
-    """Every released SQL version and the peers: the candidates, and a no-value row (with the
+    """The idfields functions and the peers: the candidates, and a no-value row (with the
     reason) for each one that cannot run here."""
     conn.execute(TABLES)
-    for version in sql.available():  # each upgrades the one before in place
-        conn.execute(sql.load(version).encode())
+    conn.execute(sql.load(sql.VERSION).encode())
     conn.execute(INSTAGRAM)
     missing = _install_heeranjid(conn)
     take = _take_result_type(conn)
     candidates = [IDENTITY, BIGSERIAL, SNOWFLAKE, RANGES, INSTAGRAM_ID, UUID4, FLOOR]
     absent: list[Row] = []
     if take is None:
-        note = f"not installed: no {TAKE}(n) in SQL versions {', '.join(sql.available())}"
+        note = f"not installed: no {TAKE}(n) in idfields SQL {sql.VERSION}"
         absent.append(make_row("", "take_snowflake(n)", None, "us/row", IDENTITY.name, 0.9,
                                note=note))  # fmt: skip
     else:

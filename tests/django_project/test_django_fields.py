@@ -237,10 +237,12 @@ def test_generation_db_lets_postgres_fill_the_pk() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regprocedure('idfields.next_snowflake()') IS NOT NULL")
         installed = cursor.fetchone()[0]
-    if not installed:  # not in the migrations yet: install it in this test's transaction
-        functions = pytest.importorskip("idfields.migrations.django", reason="no SQL functions")
+    if not installed:  # another suite dropped them: install them in this test's transaction
+        from idfields import sql
+        from idfields.migrations.django import InstallIdFunctions
+
         with connection.schema_editor() as editor:
-            operation = functions.InstallIdFunctions("0001")
+            operation = InstallIdFunctions(sql.VERSION)
             operation.database_forwards("testapp", editor, ProjectState(), ProjectState())
 
     with isolate_apps("tests.django_project.testapp"):

@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
     dependencies = []
     operations = [
         InstallIdFunctions(version="0001"),
-        InstallLayoutFunctions(layout={spec!r}, version="0001"),
+        InstallLayoutFunctions(layout={spec!r}),
     ]
 """
 

@@ -1,10 +1,9 @@
-"""The database-side functions against what operations do to them (issue 12): a pooler's
-DISCARD TEMP, a hostile search_path, role switches, a role with exactly the README's grants,
-stray test-hook calls, claims beside open transactions, lease tables in another schema, the
-caller's lastval(), a claim rolled back with a savepoint, read-only transactions.
+"""The database-side functions against what operations do to them: a pooler's DISCARD TEMP, a
+hostile search_path, role switches, a role with exactly the README's grants, stray test-hook
+calls, claims beside open transactions, lease tables in another schema, the caller's lastval(),
+a claim rolled back with a savepoint, read-only transactions.
 
-Each test failed against SQL 0001 (``IDFIELDS_TEST_SQL_VERSION=0001``); the numbers it showed
-are in the docstrings.
+Each docstring says what goes wrong when the guard the test covers is missing.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def user_layouts(pg_kwargs: dict[str, object]) -> None:
 def test_a_lost_position_never_repeats_ids(
     connect: Any, reset: str, layout: str, per_round: int, frozen: bool
 ) -> None:
-    """SQL 0001, 150 rounds: frozen clock, snowflake 2,980 repeats of 3,000 and narrow (16 IDs
+    """Unguarded, 150 rounds: frozen clock, snowflake 2,980 repeats of 3,000 and narrow (16 IDs
     a ms) 7,450 of 7,500; real clock, narrow 2-3 of 7,500 on a loaded machine (snowflake by
     chance: 35 of 3,000 in the audit). DISCARD TEMP and DROP SEQUENCE alike."""
     conn = connect()
@@ -228,7 +227,7 @@ def hostile_schema(connect: Any) -> Iterator[str]:
 def test_no_operator_or_function_of_the_search_path_ever_runs(
     connect: Any, app_role: str, hostile_schema: str, as_superuser: bool, pg_catalog_later: bool
 ) -> None:
-    """SQL 0001: 'hostile operator & ran' at the first call (next_snowflake), for every role."""
+    """Unguarded: 'hostile operator & ran' at the first call (next_snowflake), for every role."""
     path = f"{hostile_schema},{'pg_catalog,' if pg_catalog_later else ''}public"
     conn = connect(**({} if as_superuser else {"user": app_role}), options=f"-c search_path={path}")
     for _ in range(2):  # the first claims nodes (slow path), the second goes on (hot path)
@@ -326,7 +325,7 @@ def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion
 
 
 def test_role_switches_keep_issuing_increasing_ids(connect: Any, app_role: str) -> None:
-    """SQL 0001: 'permission denied for sequence idfields_snowflake' after SET ROLE."""
+    """Unguarded: 'permission denied for sequence idfields_snowflake' after SET ROLE."""
     conn = connect()
     ids = ids_of(conn, "next_snowflake", 100)
     for switch, back in (
@@ -392,7 +391,8 @@ def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) ->
 
 
 def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_role: str) -> None:
-    """SQL 0001: next_snowflake_at(<unix ms>) by the app role leased node 0 until 2080."""
+    """A tick given in unix ms (not ms since the epoch) would lease a node until 2080: the hook
+    is not the app role's, and the slow path refuses a tick far from the clock."""
     admin = connect()
     app = connect(user=app_role)
     unix_ms = admin.execute("SELECT idfields.clock_ms()").fetchone()[0]
@@ -401,8 +401,8 @@ def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_rol
             app.execute("SELECT idfields.next_snowflake_at(%s)", [unix_ms])
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="not the clock"):
             app.execute(
-                "SELECT idfields.time_slow_path('snowflake', %s, 1704067200000000, 1000, 41, "
-                "22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)",
+                "SELECT idfields.time_slow_path('snowflake', 'snowflake', %s, 1704067200000000, "
+                "1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, NULL::regclass)",
                 [unix_ms],
             )
     finally:
@@ -436,7 +436,7 @@ def node_claimed_beside(holder: psycopg.Connection, connect: Any) -> int:
 def test_a_claim_skips_a_row_another_transaction_holds(
     connect: Any, lease_rows: psycopg.Connection
 ) -> None:
-    """SQL 0001: the claim waited on the locked lapsed row (lock_timeout: LockNotAvailable)."""
+    """Unguarded: the claim waited on the locked lapsed row (lock_timeout: LockNotAvailable)."""
     fill_but(lease_rows, {5: 0, 6: 0})
     other = connect(autocommit=False)  # an app claimer between its SELECT and its UPDATE
     other.execute(
@@ -488,7 +488,7 @@ def tenant_copy(connect: Any) -> Iterator[str]:
 
 
 def test_a_second_lease_table_on_the_search_path_is_refused(connect: Any, tenant_copy: str) -> None:
-    """SQL 0001: the backend leased from public while the session's tables were the tenant's."""
+    """Unguarded: the backend leased from public while the session's tables were the tenant's."""
     conn = connect(options=f"-c search_path={tenant_copy},public")
     with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as caught:
         ids_of(conn, "next_snowflake", 1)
@@ -529,7 +529,7 @@ def django_run_install(url: DbUrl, search_path: str, django_db_blocker: Any) -> 
 def test_the_install_finds_the_tables_in_the_apps_schema(
     empty_database: DbUrl, django_db_blocker: Any
 ) -> None:
-    """SQL 0001: installed fine, then every next_*() failed (relation public... not found)."""
+    """Unguarded: installed fine, then every next_*() failed (relation public... not found)."""
     move_tables(empty_database, "app")
     django_run_install(empty_database, "app", django_db_blocker)
     kwargs = empty_database.psycopg_kwargs()
@@ -555,7 +555,7 @@ def test_the_install_refuses_two_copies_on_the_search_path(
 
 
 def test_the_callers_lastval_is_untouched(connect: Any) -> None:
-    """SQL 0001: lastval() returned the snowflake, not the serial column's value."""
+    """Unguarded: lastval() returned the snowflake, not the serial column's value."""
     admin = connect()
     table = f"serial_beside_{secrets.token_hex(3)}"
     admin.execute(
@@ -607,7 +607,7 @@ def keep_an_id_of_a_rolled_back_claim(
 def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
     connect: Any, lease_rows: psycopg.Connection
 ) -> None:
-    """SQL 0001: at its next call the backend let node 7 go for an older lapsed row, and
+    """Unguarded: at its next call the backend let node 7 go for an older lapsed row, and
     another backend claimed 7 and issued the kept ID again, with no fence."""
     conn = connect()
     kept, tick = keep_an_id_of_a_rolled_back_claim(conn, lease_rows)
@@ -655,7 +655,7 @@ def test_the_apps_lock_key_is_the_sql_functions(connect: Any) -> None:
 
 @pytest.mark.parametrize("function", ["next_snowflake", "next_decimal", "next_narrow"])
 def test_a_read_only_transaction_gets_an_idfields_error(connect: Any, function: str) -> None:
-    """SQL 0001: 'cannot execute CREATE SEQUENCE in a read-only transaction'."""
+    """Unguarded: 'cannot execute CREATE SEQUENCE in a read-only transaction'."""
     conn = connect(autocommit=False)
     conn.execute("SET TRANSACTION READ ONLY")
     with pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as caught:

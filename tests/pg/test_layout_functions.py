@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from psycopg import sql
 
+from idfields import sql as idsql
 from idfields.errors import LayoutError
 from idfields.layouts import (
     DECIMAL,
@@ -355,7 +356,7 @@ def test_django_operation_round_trips_through_a_migration_file(
     rebuilt = namespace["rebuilt"]
     assert rebuilt.layout == NARROW and rebuilt.deconstruct() == operation.deconstruct()
 
-    run(django_connection, InstallIdFunctions("0001"), "forwards")
+    run(django_connection, InstallIdFunctions(idsql.VERSION), "forwards")
     run(django_connection, rebuilt, "forwards")
     assert {"next_narrow", "next_narrow_at", "decode_narrow"} <= functions_in(empty_database)
     ids = generates(empty_database, NARROW)

@@ -1,6 +1,6 @@
 """Database-side IDs through a real PgBouncer: 8 clients x 50,000 IDs, zero repeats, in
 transaction mode and in session mode with the reset queries poolers use (DISCARD ALL, and
-DISCARD TEMP, which on SQL 0001 made a backend repeat IDs)."""
+DISCARD TEMP, which a position not tied to its claim would turn into repeated IDs)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
-"""SQL 0003: a transaction's first ID resumes the session's claim in inlined SQL instead of the
-PL/pgSQL slow path, and still takes the slow path whenever the slow path would do more than
-confirm the claim (issue 15).
+"""A transaction's first ID resumes the session's claim without the PL/pgSQL slow path, and
+still takes the slow path whenever the slow path would do more than confirm the claim.
 
 The slow path's calls are counted through ``pg_stat_user_functions`` (``track_functions``
-set in the session under test). Against SQL 0002 (``IDFIELDS_TEST_SQL_VERSION=0002``) the
-first test counts about one slow-path call per transaction (100 of 100).
+set in the session under test): a hot path that sent every transaction's first ID there would
+count one call per transaction (100 of 100).
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ def narrow_and_a_launch(pg_kwargs: dict[str, object]) -> None:
 def test_a_transactions_first_id_skips_the_slow_path(
     counted: psycopg.Connection, function: str
 ) -> None:
-    """SQL 0002: 100 slow-path calls in 100 single-statement transactions."""
+    """Not one slow-path call per single-statement transaction (100 of 100)."""
     ids = [one_id(counted, function)]  # claims
     before = function_calls(counted, SLOW_PATHS[function])
     ids += [one_id(counted, function) for _ in range(100)]

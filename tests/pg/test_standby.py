@@ -1,7 +1,7 @@
 """A real hot standby (streaming from a throwaway primary): the generators refuse with
 idfields' own error (SQLSTATE 25006, a hint naming the way out), also under
-``default_transaction_read_only``, and the decoders work there. Before SQL 0002 the standby
-said 'cannot execute CREATE SEQUENCE in a read-only transaction'."""
+``default_transaction_read_only``, and the decoders work there, instead of PostgreSQL's
+'cannot execute CREATE SEQUENCE in a read-only transaction'."""
 
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
-"""SQL 0004: a growing layout's first ID of a transaction and its ID in a new tick take one lean
-PL/pgSQL call, ``idfields.next_<layout>_tick()``, with the layout's geometry as literals,
-instead of the generic ``idfields.time_next()`` (issue 15: single-row autocommit throughput;
-PL/pgSQL sets up every expression it evaluates again in each transaction).
-
-Against SQL 0003 (``IDFIELDS_TEST_SQL_VERSION=0003``) the first tests count one generic call
-per transaction (100 of 100).
+"""A growing layout's first ID of a transaction and its ID in a new tick take one lean PL/pgSQL
+call, ``idfields.next_<layout>_tick()``, with the layout's geometry as literals, instead of the
+generic ``idfields.time_next()``: single-row autocommit throughput, as PL/pgSQL sets up every
+expression it evaluates again in each transaction. Through the generic call, the first tests
+would count one generic call per transaction (100 of 100).
 """
 
 from __future__ import annotations
