@@ -160,6 +160,11 @@ def _shape(layout: Layout) -> _Shape:
             f"layout {layout.name!r} cannot be generated inside PostgreSQL: {problem}; {fix}"
         )
 
+    if layout.base != 2:
+        raise fail(
+            "it is decimal (base 10), and the hot path counts by one in the lowest bits",
+            "use a binary layout, or use idfields.next_decimal() for DecimalId",
+        )
     name = layout.name
     if not _NAME.fullmatch(name):
         raise fail(
@@ -172,11 +177,6 @@ def _shape(layout: Layout) -> _Shape:
             "its name is used by the built-in functions (idfields.next_snowflake(), "
             "next_traceid(), next_decimal()) or ends in _lease/_limit, their settings' suffixes",
             "install built-in layouts with InstallIdFunctions, and rename a user layout",
-        )
-    if layout.base != 2:
-        raise fail(
-            "it is decimal (base 10), and the hot path counts by one in the lowest bits",
-            "use a binary layout, or use idfields.next_decimal() for DecimalId",
         )
     kinds = [type(spec) for spec in layout.fields]
     for kind in (Timestamp, Node, Sequence):
