@@ -19,7 +19,7 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-#: The version this package installs: the newest of its scripts.
+#: The version this package installs: its one SQL file, which its migrations name.
 VERSION = "0001"
 
 _VERSION = re.compile(r"\d{4}")
