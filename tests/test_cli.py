@@ -19,7 +19,7 @@ from idfields.cli import main
 from idfields.layouts import BUILTIN_LAYOUTS, MAX_ID, get_layout
 
 ROOT = Path(__file__).resolve().parent.parent
-KEY = "a test key, not a secret 0123456789"
+KEY = "9e1d4c2b7a6f58e3d0c1b2a3948576f6e5d4c3b2a1908f7e6d5c4b3a29180706"  # a test key
 NODE_VARIABLES = (
     "IDFIELDS_NODE_ID",
     "IDFIELDS_GENERATOR_ID",

@@ -1,4 +1,4 @@
-"""Text and public-facing forms of IDs: base62 strings and keyed permutations.
+"""Text and public-facing forms of IDs: base62 strings, keyed permutations, public ID strings.
 
 Only the standard library is used, so these work without Django or SQLAlchemy.
 """
@@ -13,15 +13,17 @@ from idfields.codecs.base62 import (
     encode,
     encode_fixed,
 )
-from idfields.codecs.permutation import (
-    DEFAULT_ENV_VAR,
-    MAX_BITS,
-    MIN_BITS,
+from idfields.codecs.checked import PublicIdError
+from idfields.codecs.keys import (
     MIN_KEY_BYTES,
-    KeyedPermutation,
     PermutationError,
     PermutationKeyError,
+    derive_key,
+    generate_key,
+    parse_key,
 )
+from idfields.codecs.permutation import DEFAULT_ENV_VAR, MAX_BITS, MIN_BITS, KeyedPermutation
+from idfields.codecs.public import PublicIds
 
 __all__ = [
     "ALPHABET",
@@ -36,7 +38,12 @@ __all__ = [
     "KeyedPermutation",
     "PermutationError",
     "PermutationKeyError",
+    "PublicIdError",
+    "PublicIds",
     "decode",
+    "derive_key",
     "encode",
     "encode_fixed",
+    "generate_key",
+    "parse_key",
 ]

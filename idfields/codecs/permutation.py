@@ -12,7 +12,8 @@ What this is and is not:
   disguise; anything that depends on it staying unguessable (access control, tokens,
   secrets) needs real authorization or real cryptography, not this.
 * Anyone who learns the key can invert every public ID, so keep the key out of source code
-  (see :meth:`KeyedPermutation.from_env`). A leaked key makes order and count public again;
+  (see :meth:`KeyedPermutation.from_env`), and make it random (:mod:`idfields.codecs.keys`
+  refuses passphrases and short keys). A leaked key makes order and count public again;
   changing the key changes every public ID, so links made with the old key stop working.
 * The key-less "stable bit shuffle" of Chibrary's call numbers (Peter Harkins, "Distributed
   ID Generation and Bit Packing") is the weak special case of this: a fixed, public
@@ -30,13 +31,11 @@ import hashlib
 import os
 from typing import NoReturn
 
-from idfields.errors import IdFieldsError, ValueOutOfRange
+from idfields.codecs.keys import KEY_HINT, PermutationError, PermutationKeyError, parse_key
+from idfields.errors import ValueOutOfRange
 
-MIN_KEY_BYTES = 16
-"""Shortest key accepted: 128 bits, so the key cannot be found by trying them all."""
-
-MIN_BITS = 8
-"""Narrowest supported ID space; below this there is little order or count to hide."""
+MIN_BITS = 20
+"""Narrowest supported ID space, about 10**6 values: the smallest domain FF3-1 accepts."""
 
 MAX_BITS = 63
 """Widest supported ID space: positive signed 64-bit (``bigint``) values."""
@@ -46,57 +45,37 @@ DEFAULT_ENV_VAR = "IDFIELDS_PERMUTATION_KEY"
 
 _ROUNDS = 10
 _KEY_PERSON = b"idfields.perm"  # BLAKE2b personalisation: separates these keys from others.
-_KEY_HINT = (
-    f"use a random key of at least {MIN_KEY_BYTES} bytes, e.g. one generated with "
-    'python -c "import secrets; print(secrets.token_hex(32))"'
-)
-
-
-class PermutationError(IdFieldsError, ValueError):
-    """A :class:`KeyedPermutation` cannot be built with the arguments given."""
-
-
-class PermutationKeyError(PermutationError):
-    """The key for a :class:`KeyedPermutation` is missing or too weak."""
+_LABEL_PERSON = b"idfields.label"
+__all__ = ["KeyedPermutation", "PermutationError", "PermutationKeyError"]
 
 
 class KeyedPermutation:
     """A keyed bijection on ``1..2**bits-1``: ``decode(encode(i)) == i``.
 
-    ``key`` (a ``str`` is used as its UTF-8 bytes) must be at least 16 bytes. The same key
-    and ``bits`` give the same permutation in every process; different ``bits`` give
-    unrelated permutations. ``bits=53`` keeps public IDs exact in JavaScript numbers.
+    ``key`` is 32 or more random bytes, or their hex or base64 text (see
+    :func:`idfields.codecs.keys.parse_key`). The same key, ``bits`` and ``label`` give the same
+    permutation in every process; a different ``bits`` or ``label`` gives an unrelated one, so
+    a label per table (``"shop.order"``) keeps one table's public IDs from telling anything
+    about another's. ``bits=53`` keeps public IDs exact in JavaScript numbers.
 
-    The raw key is not kept. Instances do not change after construction, never show the key
-    in ``repr``, ``str`` or errors, and refuse to be pickled (a pickle would carry the round
-    keys); ``copy.copy`` and ``copy.deepcopy`` return the same instance.
+    The raw key is not kept, nor left in the locals of a traceback. Instances do not change
+    after construction, never show the key in ``repr``, ``str`` or errors, and refuse to be
+    pickled (a pickle would carry the round keys); ``copy.copy`` and ``copy.deepcopy`` return
+    the same instance.
     """
 
     __slots__ = ("_bits", "_half_bits", "_half_bytes", "_half_mask", "_max_value", "_rounds")
 
-    def __init__(self, key: bytes | str, *, bits: int = 63) -> None:
-        if isinstance(bits, bool) or not isinstance(bits, int):
-            raise TypeError(f"bits must be an int, not {type(bits).__name__}")
-        if not MIN_BITS <= bits <= MAX_BITS:
-            raise PermutationError(f"bits={bits} is not supported; use {MIN_BITS}..{MAX_BITS}")
-        if isinstance(key, str):
-            key = key.encode("utf-8")
-        elif not isinstance(key, bytes):
-            raise TypeError(f"key must be bytes or str, not {type(key).__name__}")
-        if len(key) < MIN_KEY_BYTES:
-            raise PermutationKeyError(
-                f"permutation key is {len(key)} bytes, shorter than {MIN_KEY_BYTES}; {_KEY_HINT}"
-            )
+    def __init__(self, key: bytes | str, *, bits: int = 63, label: str = "") -> None:
+        try:
+            master = _master_key(parse_key(key), _checked_bits(bits), label)
+        finally:
+            del key  # not in the traceback's locals if anything above raised
         self._bits = bits
         self._max_value = (1 << bits) - 1
         self._half_bits = (bits + 1) // 2
         self._half_bytes = (self._half_bits + 7) // 8
         self._half_mask = (1 << self._half_bits) - 1
-        # Hash the key first: BLAKE2b keys are limited to 64 bytes, and `bits` goes into the
-        # derivation so that permutations of different widths are unrelated.
-        master = hashlib.blake2b(
-            key, digest_size=64, person=_KEY_PERSON, salt=bits.to_bytes(16, "big")
-        ).digest()
         # Keyed BLAKE2b spends a whole compression block on the key; keying once here and
         # copying the state per call makes each round about a third faster.
         self._rounds = tuple(
@@ -110,12 +89,13 @@ class KeyedPermutation:
     @classmethod
     def from_env(cls, var: str = DEFAULT_ENV_VAR, *, bits: int = 63) -> KeyedPermutation:
         """Build from the key in environment variable ``var``, so it stays out of code."""
-        key = os.environ.get(var)
-        if not key:
-            raise PermutationKeyError(
-                f"environment variable {var} is not set or empty; {_KEY_HINT}"
-            )
-        return cls(key, bits=bits)
+        text = os.environ.get(var)
+        if not text:
+            raise PermutationKeyError(f"environment variable {var} is not set or empty; {KEY_HINT}")
+        try:
+            return cls(parse_key(text, name=f"environment variable {var}"), bits=bits)
+        finally:
+            del text
 
     @property
     def bits(self) -> int:
@@ -183,3 +163,27 @@ class KeyedPermutation:
 
     def __deepcopy__(self, memo: dict[int, object]) -> KeyedPermutation:
         return self
+
+
+def _checked_bits(bits: int) -> int:
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        raise TypeError(f"bits must be an int, not {type(bits).__name__}")
+    if not MIN_BITS <= bits <= MAX_BITS:
+        raise PermutationError(f"bits={bits} is not supported; use {MIN_BITS}..{MAX_BITS}")
+    return bits
+
+
+def _master_key(raw: bytes, bits: int, label: str) -> bytes:
+    """One 64-byte key per (key, width, label): BLAKE2b keys are limited to 64 bytes, and
+    permutations of different widths or labels must be unrelated."""
+    if not isinstance(label, str):
+        raise TypeError(f"label must be a str, not {type(label).__name__}")
+    master = hashlib.blake2b(
+        raw, digest_size=64, person=_KEY_PERSON, salt=bits.to_bytes(16, "big")
+    ).digest()
+    del raw
+    if label:
+        master = hashlib.blake2b(
+            label.encode(), key=master, digest_size=64, person=_LABEL_PERSON
+        ).digest()
+    return master

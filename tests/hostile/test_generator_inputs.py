@@ -16,7 +16,7 @@ from idfields.codecs.permutation import KeyedPermutation
 from idfields.errors import NodeError, ValueOutOfRange
 from idfields.layouts import DECIMAL, SNOWFLAKE
 
-KEY = "an-example-permutation-key-of-32-bytes"
+KEY = "9e1d4c2b7a6f58e3d0c1b2a3948576f6e5d4c3b2a1908f7e6d5c4b3a29180706"  # a test key
 
 
 @pytest.mark.parametrize("value", [1.5, True, 2.0, "3"])
