@@ -9,6 +9,11 @@ A k-sorted ID starts with its timestamp, so the admin can show when a row was ma
     class BookAdmin(IdAdminMixin, admin.ModelAdmin):
         list_display = ("title", created_from_id())             # the pk's time
         # created_from_id("public_id", description="published")  # another ID column
+
+    @admin.register(Order)
+    class OrderAdmin(PublicIdAdminMixin, admin.ModelAdmin):
+        list_display = ("pk", public_id_column(), "total")   # both forms of the key
+        search_fields = ("reference",)                       # a public ID finds its row too
 """
 
 from __future__ import annotations
@@ -19,12 +24,20 @@ from typing import Any
 
 from django.contrib import admin
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Field, Model
+from django.db.models import Field, Model, QuerySet
 from django.http import HttpRequest
 
+from idfields.codecs import PublicIdError
 from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+from idfields.django_app.public import public_ids_for
 
-__all__ = ["IdAdminMixin", "created_from_id", "creation_time"]
+__all__ = [
+    "IdAdminMixin",
+    "PublicIdAdminMixin",
+    "created_from_id",
+    "creation_time",
+    "public_id_column",
+]
 
 
 def id_field(model: type[Model], name: str = "pk") -> KSortedFieldMixin:
@@ -79,3 +92,36 @@ class IdAdminMixin:
     @admin.display(description="created (from the ID)")
     def id_created(self, obj: Model) -> datetime | None:
         return creation_time(obj)
+
+
+def public_id_column(description: str = "public ID") -> Callable[[Model], str]:
+    """A ``list_display`` column with each row's public ID (sorted like the pk)."""
+
+    def public_id(obj: Model) -> str:
+        return public_ids_for(type(obj)).encode(int(obj.pk))
+
+    return admin.display(description=description, ordering="pk")(public_id)
+
+
+class PublicIdAdminMixin:
+    """The change page shows the public ID next to the pk; searching a public ID finds its row."""
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
+        fields = super().get_readonly_fields(request, obj)  # type: ignore[misc]
+        return fields if obj is None else (*fields, "public_id_shown")
+
+    @admin.display(description="public ID")
+    def public_id_shown(self, obj: Model) -> str:
+        return public_ids_for(type(obj)).encode(int(obj.pk))
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        found, duplicates = super().get_search_results(  # type: ignore[misc]
+            request, queryset, search_term
+        )
+        try:
+            pk = public_ids_for(queryset.model).decode(search_term.strip())
+        except PublicIdError:
+            return found, duplicates
+        return found | queryset.filter(pk=pk), duplicates

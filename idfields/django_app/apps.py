@@ -13,6 +13,6 @@ class IdFieldsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from idfields.django_app import checks, key_checks, lifecycle  # noqa: F401 - checks
+        from idfields.django_app import checks, key_checks, lifecycle, public  # noqa: F401 - checks
 
         lifecycle.install()

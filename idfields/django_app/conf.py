@@ -14,7 +14,8 @@ Every key is optional::
         "LAYOUTS": {},                # user layouts: name -> Layout or "dotted.path.TO_LAYOUT"
         "GENERATORS": {},             # layout name -> factory of another ID source, e.g.
                                       # "proj.ids.redis_client" returning a RedisIdClient
-        "PERMUTATION_KEY": None,      # key of the public, non-enumerable ID permutation
+        "PERMUTATION_KEY": None,      # public IDs: a random key (hex/base64), or a list of
+                                      # them newest first (rotation); see idfields.codecs.keys
     }
 
 Read through :func:`get_settings`, whose value the ``setting_changed`` signal rebuilds in the
@@ -26,7 +27,7 @@ such settings, so a typo never fails later as a bare ``TypeError`` or ``KeyError
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, NoReturn
@@ -56,7 +57,7 @@ class IdFieldsSettings:
     ids_as_strings: bool = False
     layouts: dict[str, Any] = field(default_factory=dict)
     generators: dict[str, Any] = field(default_factory=dict)
-    permutation_key: str | bytes | None = field(default=None, repr=False)  # never shown
+    permutation_key: str | bytes | Sequence[str | bytes] | None = field(default=None, repr=False)
     unknown_keys: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()  # values refused (and replaced by defaults), each with a fix
 
@@ -147,9 +148,15 @@ _VALID: dict[str, Callable[[Any], str | None]] = {
     "generators": _mapping(
         lambda v: isinstance(v, str) or callable(v), "a dotted path or callable"
     ),
-    "permutation_key": _kind((str, bytes, type(None)), "a string or bytes key (or None)"),
+    "permutation_key": lambda value: (
+        None
+        if isinstance(value, str | bytes | type(None))
+        or (isinstance(value, list | tuple) and all(isinstance(k, str | bytes) for k in value))
+        else "give a key string (hex or base64), or a list of them newest first"
+    ),
 }
 _SETTING_OF = {attribute: key for key, attribute in _KEYS.items()}
+_SECRET = frozenset({"permutation_key"})  # never quoted back, even when of the wrong type
 
 
 @lru_cache(maxsize=1)
@@ -171,8 +178,9 @@ def get_settings() -> IdFieldsSettings:
         if fix is not None:
             del values[attribute]
             setting = _SETTING_OF[attribute]
+            shown = "<hidden>" if attribute in _SECRET else repr(value)
             problems.append(
-                f"IDFIELDS[{setting!r}] = {value!r} ({type(value).__name__}) is not valid; {fix}"
+                f"IDFIELDS[{setting!r}] = {shown} ({type(value).__name__}) is not valid; {fix}"
             )
     if "node" in values and values["node"] is not None and "node_source" not in values:
         values["node_source"] = "static"

@@ -30,12 +30,14 @@ INSTALLED_APPS = [
     "tests.django_project.testapp",
 ]
 MIDDLEWARE = [
+    "tests.django_project.dbrouting.use_header_database",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
 ROOT_URLCONF = "tests.django_project.urls"
+DATABASE_ROUTERS = ["tests.django_project.dbrouting.HeaderRouter"]
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
@@ -62,4 +64,15 @@ DATABASES: dict[str, dict[str, Any]] = {
 }
 
 # The production default: nodes leased from the idfields tables on "default".
-IDFIELDS = {"NODE_SOURCE": "lease", "LEASE_TTL": 30}
+IDFIELDS = {
+    "NODE_SOURCE": "lease",
+    "LEASE_TTL": 30,
+    "PERMUTATION_KEY": "3a7f0c9e5d2b8146a0f9e8d7c6b5a4938271605f4e3d2c1b0a99887766554433",
+}  # a key for these tests only: a real one comes from the environment
+REST_FRAMEWORK = {
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "UNAUTHENTICATED_USER": None,
+}

@@ -1,6 +1,11 @@
 from django.contrib import admin
 
-from idfields.django_app.admin import IdAdminMixin, created_from_id
+from idfields.django_app.admin import (
+    IdAdminMixin,
+    PublicIdAdminMixin,
+    created_from_id,
+    public_id_column,
+)
 from tests.django_project.testapp.models import Author, Book
 
 
@@ -10,5 +15,6 @@ class BookAdmin(IdAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(Author)
-class AuthorAdmin(IdAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ("name",)
+class AuthorAdmin(PublicIdAdminMixin, IdAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+    list_display = ("name", "pk", public_id_column())
+    search_fields = ("name",)

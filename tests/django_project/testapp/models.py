@@ -16,12 +16,14 @@ from idfields.django_app.fields import (
     TraceIdAutoField,
     TraceIdField,
 )
+from idfields.django_app.public import PublicId
 
 
 class Author(models.Model):
-    """pk from DEFAULT_AUTO_FIELD (SnowflakeAutoField)."""
+    """pk from DEFAULT_AUTO_FIELD (SnowflakeAutoField); shown to users as its public ID."""
 
     name = models.CharField(max_length=100)
+    public_id = PublicId()
 
     def __str__(self) -> str:
         return self.name
@@ -29,6 +31,7 @@ class Author(models.Model):
 
 class Tag(models.Model):
     id = TraceIdAutoField(primary_key=True)
+    public_id = PublicId(label="shop.tag")  # pinned: renaming the model keeps its URLs
     label = models.CharField(max_length=50, unique=True)
 
 
