@@ -229,6 +229,47 @@ def test_permute_key_never_shows(
     assert status == 0 and codecs.DEFAULT_ENV_VAR in out and KEY not in out
 
 
+@pytest.mark.parametrize(
+    "weak", ["password12345678", "correct horse battery staple 0123456789", "ab" * 32]
+)
+def test_weak_keys_are_refused_and_not_printed(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, weak: str
+) -> None:
+    monkeypatch.setenv(codecs.DEFAULT_ENV_VAR, weak)
+    for argv in (["key", "check"], ["encode", "5", "--codec", "permute"]):
+        status, out, err = run(capsys, *argv)
+        assert status == 2 and "idfields key new" in err, argv
+        assert weak not in out + err
+
+
+def test_key_new_gives_a_key_that_key_check_accepts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fresh = run_json(capsys, "key", "new")["key"]
+    assert fresh != run_json(capsys, "key", "new")["key"]
+    monkeypatch.setenv(codecs.DEFAULT_ENV_VAR, f"{fresh},{KEY}")
+    status, out, err = run(capsys, "key", "check")
+    assert status == 0 and "2 key(s)" in out and fresh not in out + err and KEY not in out
+
+
+def test_public_strings_round_trip_and_refuse_typos(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(codecs.DEFAULT_ENV_VAR, KEY)
+    expected = codecs.PublicIds(KEY, label="shop.order").encode(14150009200065)
+    document = run_json(
+        capsys, "encode", "14150009200065", "--codec", "public", "--label", "shop.order"
+    )
+    assert document["public"] == expected
+    back = run_json(capsys, "decode", expected, "--codec", "public", "--label", "shop.order")
+    assert back == document
+    typo = expected[:4] + ("x" if expected[4] != "x" else "y") + expected[5:]
+    status, _, err = run(capsys, "decode", typo, "--codec", "public", "--label", "shop.order")
+    assert status == 2 and "check character" in err
+    status, _, err = run(capsys, "decode", expected, "--codec", "public")
+    assert status == 2 and "needs --label" in err
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 BAD_INPUT = [

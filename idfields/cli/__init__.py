@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from idfields import __version__
-from idfields.cli import codec, ids, layouts
+from idfields.cli import codec, ids, keys, layouts
 from idfields.cli.arguments import MAX_COUNT, UsageError
 from idfields.codecs import DEFAULT_ENV_VAR
 from idfields.compare.cli import add_compare_command
@@ -82,15 +82,23 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--base62", action="store_true", help="ID is given in base62")
     add_compare_command(commands, parents=[common])
     encode = command(
-        "encode", codec.run_encode, codec.render_encode, "ID -> base62 text or permuted public ID"
+        "encode", codec.run_encode, codec.render_encode, "ID -> base62 text or public ID"
     )
     encode.add_argument("id", metavar="ID", help="the ID, in decimal")
-    decode = command(
-        "decode", codec.run_decode, codec.render_decode, "base62 text or permuted public ID -> ID"
+    key = command(
+        "key", keys.run, keys.render, f"new: print a fresh key; check: vet {DEFAULT_ENV_VAR}"
     )
-    decode.add_argument("text", metavar="TEXT", help="base62 text, or the public ID in decimal")
+    key.add_argument("action", choices=("new", "check"))
+    decode = command(
+        "decode", codec.run_decode, codec.render_decode, "base62 text or public ID -> ID"
+    )
+    decode.add_argument("text", metavar="TEXT", help="base62 text, or a public ID")
     for sub in (encode, decode):
-        sub.add_argument("--codec", choices=("base62", "permute"), default="base62")
+        sub.add_argument("--codec", choices=("base62", "permute", "public"), default="base62")
+        sub.add_argument(
+            "--label",
+            help="public: the table's label, as the application uses it (Django: app.model)",
+        )
         sub.add_argument(
             "--bits",
             type=int,

@@ -18,13 +18,14 @@ gives.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Sequence
 
 from idfields.codecs import checked
 from idfields.codecs.checked import PublicIdError
-from idfields.codecs.keys import PermutationKeyError, parse_key
-from idfields.codecs.permutation import KeyedPermutation
+from idfields.codecs.keys import KEY_HINT, PermutationKeyError, parse_key
+from idfields.codecs.permutation import DEFAULT_ENV_VAR, KeyedPermutation
 from idfields.layouts import Layout
 
 __all__ = ["PublicIdError", "PublicIds"]
@@ -72,6 +73,18 @@ class PublicIds:
         self._label = label
         self._layout = layout
         self._width = checked.width_for(bits)
+
+    @classmethod
+    def from_env(
+        cls,
+        var: str = DEFAULT_ENV_VAR,
+        *,
+        label: str,
+        layout: Layout | None = None,
+        bits: int = 63,
+    ) -> PublicIds:
+        """Keys from environment variable ``var``: one, or several newest first, by commas."""
+        return cls(keys_from_env(var), label=label, layout=layout, bits=bits)
 
     @property
     def length(self) -> int:
@@ -126,3 +139,17 @@ def key_id_of(raw: bytes) -> int:
     """The key id of a key's bytes: one base-31 digit, the same wherever the key is used."""
     digest = hashlib.blake2b(raw, digest_size=8, person=_KEY_ID_PERSON).digest()
     return int.from_bytes(digest, "big") % checked.BASE
+
+
+def keys_from_env(var: str = DEFAULT_ENV_VAR) -> list[bytes]:
+    """The checked keys of environment variable ``var`` (comma-separated, newest first)."""
+    texts = [text for text in os.environ.get(var, "").split(",") if text.strip()]
+    if not texts:
+        raise PermutationKeyError(f"environment variable {var} is not set or empty; {KEY_HINT}")
+    count = len(texts)
+    try:
+        return [
+            parse_key(text, name=f"key {n} of {count} in {var}") for n, text in enumerate(texts, 1)
+        ]
+    finally:
+        del texts

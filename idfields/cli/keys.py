@@ -1,0 +1,31 @@
+"""``idfields key new`` prints a fresh permutation key; ``idfields key check`` vets the keys in
+``IDFIELDS_PERMUTATION_KEY`` (several, newest first, separated by commas), exit status 2 if weak.
+
+Neither prints a key it read: only how many there are and their key ids.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from idfields.codecs import DEFAULT_ENV_VAR, generate_key
+from idfields.codecs.checked import ALPHABET
+from idfields.codecs.public import PublicIds, key_id_of, keys_from_env
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.action == "new":
+        return {"key": generate_key()}
+    PublicIds.from_env(DEFAULT_ENV_VAR, label="idfields.check")  # raises, naming the problem
+    ids = [ALPHABET[key_id_of(raw)] for raw in keys_from_env(DEFAULT_ENV_VAR)]
+    return {"variable": DEFAULT_ENV_VAR, "keys": len(ids), "key_ids": ids, "ok": True}
+
+
+def render(document: dict[str, Any]) -> str:
+    if "key" in document:
+        return str(document["key"])
+    return (
+        f"{document['variable']}: {document['keys']} key(s), key ids "
+        f"{', '.join(document['key_ids'])} (newest first): ok"
+    )
