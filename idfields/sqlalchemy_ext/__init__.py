@@ -10,12 +10,14 @@
 
 Without :func:`configure` the node comes from ``IDFIELDS_NODE_ID`` (or development mode). The
 lease tables join the metadata of the first table holding an ID column; :func:`check_metadata`
-names foreign keys too narrow for the IDs.
+names foreign keys too narrow for the IDs. :func:`public_id_property` shows rows by their public
+ID string instead of their key.
 """
 
 from idfields.sqlalchemy_ext.checks import check_metadata
 from idfields.sqlalchemy_ext.columns import id_column, id_column_core
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext.public import public_id_property, public_ids
 from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
 from idfields.sqlalchemy_ext.tables import (
     add_tables,
@@ -38,4 +40,6 @@ __all__ = [
     "launch_table",
     "metadata",
     "node_lease_table",
+    "public_id_property",
+    "public_ids",
 ]

@@ -80,7 +80,8 @@ def _slot(layout: str | Layout) -> _Slot:
     return slot
 
 
-def _resolve(key: str | Layout) -> Layout:
+def resolve_layout(key: str | Layout) -> Layout:
+    """The layout an ID column names: its own, a configured one, or a built-in."""
     slot = _slot(key)
     layout = slot.layout or _config.layouts.get(slot.name) or BUILTIN_LAYOUTS.get(slot.name)
     if layout is None:
@@ -104,7 +105,7 @@ def _build(layout: Layout) -> IdSource:
     return make_generator(layout, source, **options)
 
 
-_registry = SourceRegistry(_resolve, _build)
+_registry = SourceRegistry(resolve_layout, _build)
 
 
 def _other_source(name: str, given: IdSourceOrFactory) -> IdSource:
