@@ -22,7 +22,9 @@ Models (third-party apps included):
   clears once the database column is bigint (``WidenObjectId``);
 - ``idfields.E021`` a foreign key to an ID column whose column type is not bigint.
 
-Field checks (``idfields.E030``, ``E031``) live on the fields themselves.
+Field checks (``idfields.E030``, ``E031``) live on the fields themselves; the public-ID key
+checks (``idfields.E009`` a weak, short or clashing key, ``E010`` no key for a model with
+``PublicId``) in :mod:`idfields.django_app.public`.
 """
 
 from __future__ import annotations
