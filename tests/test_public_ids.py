@@ -101,6 +101,10 @@ def _frames_hold(error: BaseException, secret: str) -> list[str]:
         lambda key: KeyedPermutation(key[:60]),
         lambda key: KeyedPermutation(key, label=5),
         lambda key: PublicIds([key, key], label="shop.order"),
+        lambda key: PublicIds([key, "ab!"], label="shop.order"),
+        lambda key: PublicIds([key], label=""),
+        lambda key: PublicIds(iter([key, 5]), label="shop.order"),  # type: ignore[list-item]
+        lambda key: derive_key(key, "salt", n=2**10),
     ],
 )
 def test_keys_are_not_left_in_traceback_locals(build: Callable[[str], object]) -> None:

@@ -22,6 +22,9 @@ import hashlib
 import re
 import secrets
 import string
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from idfields.errors import IdFieldsError
 
@@ -61,26 +64,27 @@ def generate_key() -> str:
     return secrets.token_hex(MIN_KEY_BYTES)
 
 
+@contextmanager
+def scrubbed() -> Iterator[None]:
+    """Clear the locals of the frames an exception leaves, so no traceback (Django's debug page,
+    an error reporter) shows a key. The frame using this must ``del`` its own key names."""
+    try:
+        yield
+    except BaseException as error:
+        traceback.clear_frames(error.__traceback__)
+        raise
+
+
 def parse_key(key: object, *, name: str = "permutation key") -> bytes:
     """The key's bytes, checked (see the module docstring); raises :class:`PermutationKeyError`.
 
     ``name`` says where the key came from in error messages (a setting, a variable).
     """
-    if isinstance(key, str):
-        raw = _decode_text(key, name)
-        words = _ONE_CASE.fullmatch(key.strip().rstrip("=")) is not None
-    elif isinstance(key, bytes):
-        raw, words = key, False
-    else:
-        kind = type(key).__name__
+    try:
+        with scrubbed():
+            return _parse(key, name)
+    finally:
         del key
-        raise TypeError(f"{name} must be bytes or str, not {kind}; {KEY_HINT}")
-    del key
-    problem = _weakness(raw) or ("is letters of one case only, like words" if words else None)
-    if problem is not None:
-        del raw
-        raise PermutationKeyError(f"{name} {problem}; {KEY_HINT}")
-    return raw
 
 
 def derive_key(passphrase: str | bytes, salt: str | bytes, *, n: int = SCRYPT_N) -> bytes:
@@ -89,28 +93,40 @@ def derive_key(passphrase: str | bytes, salt: str | bytes, *, n: int = SCRYPT_N)
     ``salt`` should be unique to the deployment (say, the project's name and environment), so
     one table of guesses does not serve every site that picked the same passphrase.
     """
-    if isinstance(passphrase, str):
-        passphrase = passphrase.encode()
-    if isinstance(salt, str):
-        salt = salt.encode()
-    if not salt:
-        del passphrase
-        raise PermutationKeyError("derive_key needs a salt: name the deployment, e.g. 'shop-prod'")
-    if n < MIN_SCRYPT_N or n & (n - 1):
-        del passphrase
-        raise PermutationKeyError(f"scrypt n={n} is too cheap; use a power of two >= 2**14")
     try:
-        return hashlib.scrypt(
-            passphrase, salt=salt, n=n, r=8, p=1, maxmem=256 * n * 8, dklen=MIN_KEY_BYTES
-        )
+        with scrubbed():
+            return _scrypt(passphrase, salt, n)
     finally:
         del passphrase
+
+
+def _parse(key: object, name: str) -> bytes:
+    if isinstance(key, str):
+        raw = _decode_text(key, name)
+        words = _ONE_CASE.fullmatch(key.strip().rstrip("=")) is not None
+    elif isinstance(key, bytes):
+        raw, words = key, False
+    else:
+        raise TypeError(f"{name} must be bytes or str, not {type(key).__name__}; {KEY_HINT}")
+    problem = _weakness(raw) or ("is letters of one case only, like words" if words else None)
+    if problem is not None:
+        raise PermutationKeyError(f"{name} {problem}; {KEY_HINT}")
+    return raw
+
+
+def _scrypt(passphrase: str | bytes, salt: str | bytes, n: int) -> bytes:
+    if not salt:
+        raise PermutationKeyError("derive_key needs a salt: name the deployment, e.g. 'shop-prod'")
+    if n < MIN_SCRYPT_N or n & (n - 1):
+        raise PermutationKeyError(f"scrypt n={n} is too cheap; use a power of two >= 2**14")
+    secret = passphrase.encode() if isinstance(passphrase, str) else passphrase
+    salt = salt.encode() if isinstance(salt, str) else salt
+    return hashlib.scrypt(secret, salt=salt, n=n, r=8, p=1, maxmem=256 * n * 8, dklen=MIN_KEY_BYTES)
 
 
 def _decode_text(key: str, name: str) -> bytes:
     """Hex first (its digits are also base64 digits), then base64; the length of what failed."""
     text = key.strip()
-    del key
     if _HEX.fullmatch(text) and len(text) % 2 == 0:
         return bytes.fromhex(text)
     if _BASE64.fullmatch(text):
@@ -119,9 +135,9 @@ def _decode_text(key: str, name: str) -> bytes:
             return base64.b64decode(digits + "=" * (-len(digits) % 4), validate=True)
         except (binascii.Error, ValueError):
             pass
-    length = len(text)
-    del text
-    raise PermutationKeyError(f"{name} ({length} characters) is neither hex nor base64; {KEY_HINT}")
+    raise PermutationKeyError(
+        f"{name} ({len(text)} characters) is neither hex nor base64; {KEY_HINT}"
+    )
 
 
 def _weakness(raw: bytes) -> str | None:

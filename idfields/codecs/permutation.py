@@ -14,7 +14,8 @@ What this is and is not:
 * Anyone who learns the key can invert every public ID, so keep the key out of source code
   (see :meth:`KeyedPermutation.from_env`), and make it random (:mod:`idfields.codecs.keys`
   refuses passphrases and short keys). A leaked key makes order and count public again;
-  changing the key changes every public ID, so links made with the old key stop working.
+  changing the key changes every public number (:class:`idfields.codecs.PublicIds` keeps
+  strings of older keys resolving through a key list).
 * The key-less "stable bit shuffle" of Chibrary's call numbers (Peter Harkins, "Distributed
   ID Generation and Bit Packing") is the weak special case of this: a fixed, public
   permutation that anyone can invert once they know (or work out) the shuffle.
@@ -31,7 +32,13 @@ import hashlib
 import os
 from typing import NoReturn
 
-from idfields.codecs.keys import KEY_HINT, PermutationError, PermutationKeyError, parse_key
+from idfields.codecs.keys import (
+    KEY_HINT,
+    PermutationError,
+    PermutationKeyError,
+    parse_key,
+    scrubbed,
+)
 from idfields.errors import ValueOutOfRange
 
 MIN_BITS = 20
@@ -68,9 +75,10 @@ class KeyedPermutation:
 
     def __init__(self, key: bytes | str, *, bits: int = 63, label: str = "") -> None:
         try:
-            master = _master_key(parse_key(key), _checked_bits(bits), label)
+            with scrubbed():
+                master = _master_key(parse_key(key), _checked_bits(bits), label)
         finally:
-            del key  # not in the traceback's locals if anything above raised
+            del key  # no traceback shows it: deeper frames are scrubbed, this one forgets it
         self._bits = bits
         self._max_value = (1 << bits) - 1
         self._half_bits = (bits + 1) // 2
@@ -181,7 +189,6 @@ def _master_key(raw: bytes, bits: int, label: str) -> bytes:
     master = hashlib.blake2b(
         raw, digest_size=64, person=_KEY_PERSON, salt=bits.to_bytes(16, "big")
     ).digest()
-    del raw
     if label:
         master = hashlib.blake2b(
             label.encode(), key=master, digest_size=64, person=_LABEL_PERSON

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 from idfields.codecs import checked
 from idfields.codecs.checked import PublicIdError
-from idfields.codecs.keys import KEY_HINT, PermutationKeyError, parse_key
+from idfields.codecs.keys import KEY_HINT, PermutationKeyError, parse_key, scrubbed
 from idfields.codecs.permutation import DEFAULT_ENV_VAR, KeyedPermutation
 from idfields.layouts import Layout
 
@@ -48,28 +48,11 @@ class PublicIds:
         layout: Layout | None = None,
         bits: int = 63,
     ) -> None:
-        if not isinstance(label, str) or not label:
-            raise TypeError("label must be a non-empty str naming the table, e.g. 'shop.order'")
-        listed = [keys] if isinstance(keys, bytes | str) else list(keys)
-        del keys
-        if not listed:
-            raise PermutationKeyError("no permutation key given; give at least one")
-        self._by_key_id: dict[int, KeyedPermutation] = {}
-        for position, key in enumerate(listed, 1):
-            raw = parse_key(key, name=f"permutation key {position} of {len(listed)}")
-            key_id = key_id_of(raw)
-            if key_id in self._by_key_id:
-                del raw, key, listed
-                raise PermutationKeyError(
-                    f"permutation keys {position} and an earlier one share key id "
-                    f"{checked.ALPHABET[key_id]!r}, so their public IDs cannot be told apart; "
-                    "replace the newer key with another fresh one"
-                )
-            self._by_key_id[key_id] = KeyedPermutation(raw, bits=bits, label=label)
-            if position == 1:
-                self._current = key_id
-            del raw, key
-        del listed
+        try:
+            with scrubbed():
+                self._by_key_id, self._current = _permutations(keys, label, bits)
+        finally:
+            del keys  # no traceback shows them: deeper frames are scrubbed, this one forgets
         self._label = label
         self._layout = layout
         self._width = checked.width_for(bits)
@@ -135,6 +118,29 @@ class PublicIds:
         return f"PublicIds(label={label!r}, keys={keys}, key=<hidden>)"
 
 
+def _permutations(
+    keys: bytes | str | Sequence[bytes | str], label: str, bits: int
+) -> tuple[dict[int, KeyedPermutation], int]:
+    """One permutation per key, by key id, and the key id of the first (newest) key."""
+    if not isinstance(label, str) or not label:
+        raise TypeError("label must be a non-empty str naming the table, e.g. 'shop.order'")
+    listed = [keys] if isinstance(keys, bytes | str) else list(keys)
+    if not listed:
+        raise PermutationKeyError("no permutation key given; give at least one")
+    by_key_id: dict[int, KeyedPermutation] = {}
+    for position, key in enumerate(listed, 1):
+        raw = parse_key(key, name=f"permutation key {position} of {len(listed)}")
+        key_id = key_id_of(raw)
+        if key_id in by_key_id:
+            raise PermutationKeyError(
+                f"permutation keys {position} and an earlier one share key id "
+                f"{checked.ALPHABET[key_id]!r}, so their public IDs cannot be told apart; "
+                "replace the newer key with another fresh one"
+            )
+        by_key_id[key_id] = KeyedPermutation(raw, bits=bits, label=label)
+    return by_key_id, next(iter(by_key_id))  # the first key's: dicts keep insertion order
+
+
 def key_id_of(raw: bytes) -> int:
     """The key id of a key's bytes: one base-31 digit, the same wherever the key is used."""
     digest = hashlib.blake2b(raw, digest_size=8, person=_KEY_ID_PERSON).digest()
@@ -146,10 +152,11 @@ def keys_from_env(var: str = DEFAULT_ENV_VAR) -> list[bytes]:
     texts = [text for text in os.environ.get(var, "").split(",") if text.strip()]
     if not texts:
         raise PermutationKeyError(f"environment variable {var} is not set or empty; {KEY_HINT}")
-    count = len(texts)
     try:
-        return [
-            parse_key(text, name=f"key {n} of {count} in {var}") for n, text in enumerate(texts, 1)
-        ]
+        with scrubbed():
+            return [
+                parse_key(text, name=f"key {n} of {len(texts)} in {var}")
+                for n, text in enumerate(texts, 1)
+            ]
     finally:
         del texts

@@ -104,7 +104,10 @@ def _build(label: str, field: KSortedFieldMixin | None) -> PublicIds:
     if not keys:
         raise ImproperlyConfigured(f"public IDs need IDFIELDS['PERMUTATION_KEY']; {KEY_HINT}")
     layout = field.layout if field is not None else None
-    return PublicIds(keys, label=label, layout=layout)
+    try:
+        return PublicIds(keys, label=label, layout=layout)
+    finally:
+        del keys  # not in this frame's locals when a weak key raises (Django's debug page)
 
 
 @receiver(setting_changed)
