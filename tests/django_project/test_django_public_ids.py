@@ -105,6 +105,7 @@ def test_the_api_speaks_public_ids_only(alias: str, client: Client) -> None:
     made = post(client, alias, {"author": author.public_id, "title": "t"})
     assert made.status_code == 201, made.content
     book = Book.objects.using(alias).get(pk__public=made.json()["id"])
+    assert Book.objects.using(alias).get(author__pk__public=author.public_id) == book
     assert (book.author_id, made.json()["author"]) == (author.pk, author.public_id)
     assert str(author.pk) not in made.content.decode()
     for name, bad in bad_strings(author).items():
