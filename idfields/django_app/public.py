@@ -54,10 +54,6 @@ class PublicId:
 
     def __init__(self, *, label: str | None = None) -> None:
         self.label = label
-        self.model: type[Model] | None = None
-
-    def __set_name__(self, owner: type[Model], name: str) -> None:
-        self.model = owner
 
     def __get__(self, instance: Model | None, owner: type[Model]) -> Any:
         if instance is None:
@@ -80,11 +76,16 @@ class _Bound:
 
 def label_of(model: type[Model]) -> str:
     """The label mixed into ``model``'s key: its ``PublicId(label=...)`` or ``app.model``."""
+    found = _public_id_of(model)
+    return found.label if found is not None and found.label else model._meta.label_lower
+
+
+def _public_id_of(model: type[Model]) -> PublicId | None:
     for klass in model.__mro__:
         for value in vars(klass).values():
-            if isinstance(value, PublicId) and value.label:
-                return value.label
-    return model._meta.label_lower
+            if isinstance(value, PublicId):
+                return value
+    return None
 
 
 def public_ids_for(model: type[Model]) -> PublicIds:
@@ -124,7 +125,7 @@ def check_permutation_key(
     ``PublicId`` and no key is set. The key itself is never part of a message."""
     keys = get_settings().permutation_key
     if not keys:
-        users = [model._meta.label for model in apps.get_models() if _has_public_id(model)]
+        users = [model._meta.label for model in apps.get_models() if _public_id_of(model)]
         if not users:
             return []
         return [
@@ -148,10 +149,6 @@ def check_permutation_key(
             )
         ]
     return []
-
-
-def _has_public_id(model: type[Model]) -> bool:
-    return any(isinstance(v, PublicId) for k in model.__mro__ for v in vars(k).values())
 
 
 class PublicIdLookup(Exact):
