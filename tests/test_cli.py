@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -250,6 +251,20 @@ def test_key_new_gives_a_key_that_key_check_accepts(
     monkeypatch.setenv(codecs.DEFAULT_ENV_VAR, f"{fresh},{KEY}")
     status, out, err = run(capsys, "key", "check")
     assert status == 0 and "2 key(s)" in out and fresh not in out + err and KEY not in out
+
+
+def test_key_derive_reads_the_passphrase_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("a long and memorable passphrase\n"))
+    derived = run_json(capsys, "key", "derive", "--salt", "shop-prod")["key"]
+    assert bytes.fromhex(derived) == codecs.derive_key(
+        "a long and memorable passphrase", "shop-prod"
+    )
+    monkeypatch.setenv(codecs.DEFAULT_ENV_VAR, derived)
+    assert run(capsys, "key", "check")[0] == 0
+    status, _, err = run(capsys, "key", "derive")
+    assert status == 2 and "needs --salt" in err
 
 
 def test_public_strings_round_trip_and_refuse_typos(

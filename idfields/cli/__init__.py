@@ -86,9 +86,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     encode.add_argument("id", metavar="ID", help="the ID, in decimal")
     key = command(
-        "key", keys.run, keys.render, f"new: print a fresh key; check: vet {DEFAULT_ENV_VAR}"
+        "key",
+        keys.run,
+        keys.render,
+        f"new: print a fresh key; check: vet {DEFAULT_ENV_VAR}; derive: a key from a "
+        "passphrase on stdin (scrypt)",
     )
-    key.add_argument("action", choices=("new", "check"))
+    key.add_argument("action", choices=("new", "check", "derive"))
+    key.add_argument("--salt", help="derive: names the deployment, e.g. shop-prod")
     decode = command(
         "decode", codec.run_decode, codec.render_decode, "base62 text or public ID -> ID"
     )

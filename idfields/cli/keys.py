@@ -1,15 +1,19 @@
 """``idfields key new`` prints a fresh permutation key; ``idfields key check`` vets the keys in
-``IDFIELDS_PERMUTATION_KEY`` (several, newest first, separated by commas), exit status 2 if weak.
+``IDFIELDS_PERMUTATION_KEY`` (several, newest first, separated by commas), exit status 2 if weak;
+``idfields key derive --salt NAME`` turns a passphrase read from stdin (never an argument: it
+would show in ``ps`` and shell history) into a key with scrypt.
 
-Neither prints a key it read: only how many there are and their key ids.
+``check`` never prints a key it read: only how many there are and their key ids.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from idfields.codecs import DEFAULT_ENV_VAR, generate_key
+from idfields.cli.arguments import UsageError
+from idfields.codecs import DEFAULT_ENV_VAR, derive_key, generate_key
 from idfields.codecs.checked import ALPHABET
 from idfields.codecs.public import PublicIds, key_id_of, keys_from_env
 
@@ -17,6 +21,13 @@ from idfields.codecs.public import PublicIds, key_id_of, keys_from_env
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "new":
         return {"key": generate_key()}
+    if args.action == "derive":
+        if not args.salt:
+            raise UsageError("key derive needs --salt naming the deployment, e.g. --salt shop-prod")
+        passphrase = sys.stdin.readline().rstrip("\n")
+        if not passphrase:
+            raise UsageError("key derive reads the passphrase from stdin, and got none")
+        return {"key": derive_key(passphrase, args.salt).hex()}
     PublicIds.from_env(DEFAULT_ENV_VAR, label="idfields.check")  # raises, naming the problem
     ids = [ALPHABET[key_id_of(raw)] for raw in keys_from_env(DEFAULT_ENV_VAR)]
     return {"variable": DEFAULT_ENV_VAR, "keys": len(ids), "key_ids": ids, "ok": True}
