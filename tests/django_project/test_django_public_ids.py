@@ -211,3 +211,15 @@ def test_the_key_is_never_printed(key: Any) -> None:
     shown = " ".join(f"{m.msg} {m.hint}" for m in messages)
     assert "12345678901234567890" not in shown and "v-secret" not in shown
     assert any(m.id in {"idfields.E008", "idfields.E009"} for m in messages)
+
+
+def test_the_first_id_error_does_not_print_a_wrong_typed_key() -> None:
+    with (
+        override_settings(
+            IDFIELDS={"NODE_SOURCE": "development", "PERMUTATION_KEY": 12345678901234567890}
+        ),
+        pytest.raises(Exception, match="invalid settings") as caught,
+    ):
+        Author.objects.create(name="never")
+    assert "12345678901234567890" not in str(caught.value)
+    assert "PERMUTATION_KEY'] = <hidden> (int)" in str(caught.value)
