@@ -10,8 +10,9 @@ key is refused unless it looks like what ``secrets.token_bytes(32)`` gives:
   ``secrets.token_urlsafe(32)``) of such bytes, and not letters of one case only (words).
 
 A passphrase is accepted only through :func:`derive_key`, scrypt with a salt, which makes each
-guess cost ~0.1 s and 128 MiB instead of 20 microseconds. No error message, ``repr`` or traceback
-local of this module holds a key: messages name the problem (length, form), never the value.
+guess cost 128 MiB and a good part of a second instead of 20 microseconds. No error message,
+``repr`` or traceback local holds a key: messages name the problem (length, form), never the value,
+and :func:`scrubbed` clears the frames an error leaves.
 """
 
 from __future__ import annotations
