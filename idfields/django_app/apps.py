@@ -13,6 +13,13 @@ class IdFieldsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from idfields.django_app import checks, key_checks, lifecycle, public  # noqa: F401 - checks
+        from idfields.django_app import (  # noqa: F401 - checks register
+            checks,
+            key_checks,
+            lifecycle,
+            public,
+            widening,
+        )
 
         lifecycle.install()
+        widening.widen_id_holding_columns()

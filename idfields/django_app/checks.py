@@ -20,7 +20,9 @@ Models (third-party apps included):
 - ``idfields.E020`` a GenericForeignKey's ``object_id`` narrower than bigint while some model has
   an idfields primary key: the first such ID stored overflows ("integer out of range"); it
   clears once the database column is bigint (``WidenObjectId``);
-- ``idfields.E021`` a foreign key to an ID column whose column type is not bigint.
+- ``idfields.E021`` a foreign key to an ID column whose column type is not bigint, or an integer
+  column of a multi-column ``ForeignObject`` that holds our IDs (cleared, like E020, once the
+  database column is bigint).
 
 Field checks (``idfields.E030``, ``E031``) live on the fields themselves; the public-ID key
 checks (``idfields.E009`` a weak, short or clashing key, ``E010`` no key for a model with
@@ -38,12 +40,13 @@ from django.apps import AppConfig, apps
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
-from django.db.models import BigIntegerField, ForeignObject, Model
+from django.db.models import BigIntegerField, Model
 
 from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
-from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.sources import coordination_database
+from idfields.django_app.widening import declared_type
 from idfields.errors import IdFieldsError
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
@@ -84,9 +87,10 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 def check_models(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
     """Columns that must hold our IDs but are narrower than bigint."""
     models = _models(app_configs)
-    messages: list[CheckMessage] = list(_narrow_foreign_keys(models))
+    databases = kwargs.get("databases") or ()
+    messages: list[CheckMessage] = list(_narrow_foreign_keys(models, databases))
     if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in _models(None)):
-        messages += _narrow_generic_keys(models, kwargs.get("databases") or ())
+        messages += _narrow_generic_keys(models, databases)
     return messages
 
 
@@ -252,23 +256,41 @@ def _id_fields(models: Iterable[type[Model]]) -> Iterator[KSortedFieldMixin]:
                 yield field
 
 
-def _narrow_foreign_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage]:
+def _narrow_foreign_keys(
+    models: Iterable[type[Model]], databases: Iterable[str] = ()
+) -> Iterator[CheckMessage]:
     connection = connections[DEFAULT_DB_ALIAS]
     bigint = BigIntegerField().db_type(connection)
     for model in models:
-        for field in model._meta.local_fields:
-            if not isinstance(field, ForeignObject) or id_field_of(field) is None:
-                continue
-            column = field.db_type(connection)
-            if column is not None and column != bigint:
-                yield Error(
-                    f"{model._meta.label}.{field.name} points at an idfields ID column but its "
-                    f"column is {column!r}, not {bigint!r}: 63-bit IDs do not fit.",
-                    hint="Make the foreign key a plain ForeignKey (it takes bigint from its "
-                    "target), or give its custom field a bigint db_type.",
-                    obj=field,
-                    id="idfields.E021",
+        for column_field, relation in id_columns(model).items():
+            if isinstance(column_field, KSortedFieldMixin):
+                continue  # an ID field of our own: bigint by construction
+            if column_field is relation:  # a foreign key: bigint unless its class says else
+                column = column_field.db_type(connection)
+                if column is None or column == bigint:
+                    continue
+                hint = (
+                    "Make the foreign key a plain ForeignKey (it takes bigint from its "
+                    "target), or give its custom field a bigint db_type."
                 )
+            else:  # a ForeignObject's own column: declared narrow, and not widened yet
+                column = declared_type(column_field)
+                if column not in NARROW_INTEGERS or _bigint_in_database(
+                    model, column_field.column, databases
+                ):
+                    continue
+                hint = (
+                    f"Declare {column_field.name} as a BigIntegerField (or "
+                    "PositiveBigIntegerField) and migrate."
+                )
+            yield Error(
+                f"{model._meta.label}.{column_field.name} holds idfields IDs (through "
+                f"{relation.name!r}) but its column is {column!r}, not {bigint!r}: 63-bit IDs "
+                "do not fit.",
+                hint=hint,
+                obj=column_field,
+                id="idfields.E021",
+            )
 
 
 def _bigint_in_database(model: type[Model], column: str | None, databases: Iterable[str]) -> bool:
@@ -310,7 +332,7 @@ def _narrow_generic_keys(
             ):
                 continue  # a multi-table child's copy names its parent's column: reported there
             object_id = model._meta.get_field(private.fk_field)
-            kind = object_id.get_internal_type()
+            kind = declared_type(object_id)  # type: ignore[arg-type]
             if kind in NARROW_INTEGERS and not _bigint_in_database(
                 model, getattr(object_id, "column", None), databases
             ):

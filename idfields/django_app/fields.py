@@ -31,9 +31,10 @@ from typing import Any, ClassVar
 
 from django import forms
 from django.core import checks
+from django.core.exceptions import FieldDoesNotExist, FieldError
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import BigAutoField, BigIntegerField, ForeignObject, Func, Model
+from django.db.models import BigAutoField, BigIntegerField, Field, ForeignObject, Func, Model
 
 from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
@@ -56,6 +57,7 @@ __all__ = [
     "SnowflakeField",
     "TraceIdAutoField",
     "TraceIdField",
+    "id_columns",
     "id_field_of",
 ]
 
@@ -297,10 +299,43 @@ class KSortedFieldMixin:
 
 
 def id_field_of(field: object) -> KSortedFieldMixin | None:
-    """The ID field whose values ``field`` holds: itself, or the end of a FK / MTI-link chain."""
+    """The ID field whose values ``field`` holds: itself, or the end of a FK / MTI-link chain.
+
+    None for a relation of several columns (a multi-column ``ForeignObject``): no one field
+    holds its values; :func:`id_columns` names its columns one by one.
+    """
     while isinstance(field, ForeignObject):
-        field = field.target_field
+        targets = _targets(field)
+        if len(targets) != 1:
+            return None
+        field = targets[0][1]
     return field if isinstance(field, KSortedFieldMixin) else None
+
+
+def _targets(relation: ForeignObject[Any, Any]) -> list[tuple[Field[Any, Any], Field[Any, Any]]]:
+    """``(local field, remote field)`` pairs of a relation; none while it is unresolved."""
+    remote: object = relation.remote_field.model
+    if isinstance(remote, str):
+        return []  # a lazy reference not resolved yet: Django's own checks report it
+    try:
+        return list(relation.related_fields)
+    except (FieldDoesNotExist, FieldError, ValueError):
+        return []  # a to_field/from_field that does not exist: Django's checks say which
+
+
+def id_columns(model: type[Model]) -> dict[Field[Any, Any], Field[Any, Any]]:
+    """Each concrete field of ``model``'s own table that holds idfields IDs -> the field saying
+    so: an ID field or foreign key itself, or the multi-column ``ForeignObject`` whose local
+    column it is (an ``IntegerField`` behind one stores the IDs as much as a foreign key)."""
+    found: dict[Field[Any, Any], Field[Any, Any]] = {}
+    for field in model._meta.local_fields:
+        if isinstance(field, KSortedFieldMixin):
+            found.setdefault(field, field)
+        elif isinstance(field, ForeignObject):
+            for local, remote in _targets(field):
+                if local.concrete and local.model is model and id_field_of(remote) is not None:
+                    found.setdefault(local, field)
+    return found
 
 
 class KSortedIdField(KSortedFieldMixin, BigIntegerField):  # type: ignore[type-arg]

@@ -256,3 +256,45 @@ def test_a_launch_past_half_its_generator_ids_warns() -> None:
             assert check_launch_room(databases=None) == []  # only with --database
     finally:
         db.close()  # the lease connection, so the test database can be dropped
+
+
+@isolate_apps("tests.django_project.testapp", kwarg_name="apps")
+def test_multi_column_foreign_objects_are_checked_column_by_column(apps: Any = None) -> None:
+    """A ForeignObject of two columns has no single target: every check still runs, and each
+    of its local columns that holds our IDs must be bigint (E021 names the narrow one)."""
+    from idfields.django_app.key_checks import check_database_columns
+
+    class Membership(models.Model):
+        id = SnowflakeAutoField(primary_key=True)
+        group_code = models.CharField(max_length=10)
+
+        class Meta:
+            app_label = "testapp"
+            unique_together = [("id", "group_code")]
+
+    class Badge(models.Model):
+        membership_id = models.IntegerField()  # holds Membership.id: 63-bit IDs overflow it
+        group_code = models.CharField(max_length=10)
+        membership = models.ForeignObject(
+            Membership,
+            on_delete=models.CASCADE,
+            from_fields=["membership_id", "group_code"],
+            to_fields=["id", "group_code"],
+        )
+        wide_id = models.BigIntegerField()
+        wide = models.ForeignObject(
+            Membership,
+            on_delete=models.CASCADE,
+            from_fields=["wide_id", "group_code"],
+            to_fields=["id", "group_code"],
+            related_name="+",
+        )
+
+        class Meta:
+            app_label = "testapp"
+
+    assert model_ids(apps) == [("idfields.E021", "testapp.Badge.membership_id")]
+    config = [apps.get_app_config("testapp")]
+    assert check_database_columns(config, databases=None) == []
+    [message] = [m for m in check_models(config) if m.id == "idfields.E021"]
+    assert "BigIntegerField" in message.hint and "membership" in message.msg
