@@ -46,7 +46,6 @@ from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.sources import coordination_database
-from idfields.django_app.widening import declared_type
 from idfields.errors import IdFieldsError
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
@@ -274,7 +273,7 @@ def _narrow_foreign_keys(
                     "target), or give its custom field a bigint db_type."
                 )
             else:  # a ForeignObject's own column: declared narrow, and not widened yet
-                column = declared_type(column_field)
+                column = column_field.get_internal_type()
                 if column not in NARROW_INTEGERS or _bigint_in_database(
                     model, column_field.column, databases
                 ):
@@ -332,7 +331,7 @@ def _narrow_generic_keys(
             ):
                 continue  # a multi-table child's copy names its parent's column: reported there
             object_id = model._meta.get_field(private.fk_field)
-            kind = declared_type(object_id)  # type: ignore[arg-type]
+            kind = object_id.get_internal_type()
             if kind in NARROW_INTEGERS and not _bigint_in_database(
                 model, getattr(object_id, "column", None), databases
             ):

@@ -30,7 +30,6 @@ from django.utils.module_loading import import_string
 
 from idfields.django_app.checks import NARROW_INTEGERS
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
-from idfields.django_app.widening import declared_type
 
 _INSTALLED = {Path(sysconfig.get_path(name)).resolve() for name in ("purelib", "platlib")}
 
@@ -128,7 +127,7 @@ def _id_columns(model: type[Model]) -> Iterator[Field[Any, Any]]:
         return
     for field in id_columns(model):
         # Narrow in the model already: E021 says so.
-        if declared_type(field) not in NARROW_INTEGERS:
+        if field.get_internal_type() not in NARROW_INTEGERS:
             yield field
     for private in model._meta.private_fields:
         fk_field = getattr(private, "fk_field", None)
@@ -136,7 +135,7 @@ def _id_columns(model: type[Model]) -> Iterator[Field[Any, Any]]:
             continue
         object_id = model._meta.get_field(fk_field)
         # Narrow in the model already: E020 says so.
-        if declared_type(object_id) not in NARROW_INTEGERS:  # type: ignore[arg-type]
+        if object_id.get_internal_type() not in NARROW_INTEGERS:
             yield object_id  # type: ignore[misc]
 
 

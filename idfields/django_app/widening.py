@@ -6,11 +6,13 @@ django-comments, contrib apps of many projects) and the integer column behind a 
 ``ConvertToKSortedId``), but Django still takes the field at its declared word: its range
 validators refuse the IDs, and every lookup with a value above 2**31 answers "no rows" without
 asking the database (``IntegerFieldOverflow``). When the app is ready each such field reports
-the bigint type of the same family (``PositiveIntegerField`` -> ``PositiveBigIntegerField``):
-range checks, lookups, forms and ``db_type`` (tables created without migrations) follow.
-What migrations see does not change (``deconstruct`` reports the declared class), so no app
-gets a migration for it and nobody forks a third-party app; the column itself is widened by a
-migration of yours (``WidenObjectId``), and ``idfields.E020`` / ``E021`` say so until it is.
+the range of the bigint type of the same family (``PositiveIntegerField`` ->
+``PositiveBigIntegerField``) in its validators (model and form validation) and lookups, and
+that type's column where Django creates the table from the model (apps without migrations).
+Its class, ``get_internal_type`` and ``deconstruct`` stay as declared, so no app gets a
+migration for it, serializers write what they did, and nobody forks a third-party app; the
+column itself is widened by a migration of yours (``WidenObjectId``), and ``idfields.E020`` /
+``E021`` say so until it is.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Field, Model
+from django.core.exceptions import EmptyResultSet
+from django.core.validators import BaseValidator, MaxValueValidator, MinValueValidator
+from django.db import connection
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Field, IntegerField, Model
+from django.db.models.lookups import IntegerFieldOverflow
 
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 
@@ -32,28 +39,72 @@ WIDER = {
 }
 
 
-def declared_type(field: Field[Any, Any]) -> str:
-    """The internal type the field's class declares, whatever :func:`widen` made it report."""
-    return str(type(field).get_internal_type(field))
+class _WideRange:
+    """Mixed in before one of Django's integer lookups: the range check is the wide type's."""
+
+    lhs: Any
+    rhs: Any
+
+    def process_rhs(self, compiler: Any, connection: BaseDatabaseWrapper) -> Any:
+        if isinstance(self.rhs, int):
+            wide = WIDER[self.lhs.output_field.get_internal_type()]
+            low, high = connection.ops.integer_field_range(wide)
+            if (low is not None and self.rhs < low) or (high is not None and self.rhs > high):
+                raise EmptyResultSet
+        return super(IntegerFieldOverflow, self).process_rhs(compiler, connection)  # type: ignore[misc]
 
 
-class _Reports:
-    """An instance's ``get_internal_type``: returns the wide type's name."""
+# Django's IntegerField lookups that answer "no rows" for values outside the declared range.
+_WIDE_LOOKUPS = [
+    type(lookup.__name__, (_WideRange, lookup), {})
+    for lookup in IntegerField.get_class_lookups().values()
+    if issubclass(lookup, IntegerFieldOverflow)
+]
 
-    def __init__(self, internal_type: str) -> None:
+
+class _WideColumn:
+    """The column-facing methods a widened field takes as instance attributes: the wide type's
+    column (tables made without migrations) and its parameter binding (psycopg binds a
+    ``PositiveIntegerField``'s values as int4)."""
+
+    def __init__(self, field: Field[Any, Any], internal_type: str) -> None:
+        self.field = field
         self.internal_type = internal_type
 
-    def __call__(self) -> str:
-        return self.internal_type
+    def db_type(self, connection: BaseDatabaseWrapper) -> str | None:
+        data_type = connection.data_types.get(self.internal_type)
+        if data_type is None:
+            return None
+        return str(data_type % self.field.db_type_parameters(connection))
+
+    def get_db_prep_value(
+        self, value: Any, connection: BaseDatabaseWrapper, prepared: bool = False
+    ) -> Any:
+        if not prepared:
+            value = self.field.get_prep_value(value)
+        return connection.ops.adapt_integerfield_value(value, self.internal_type)
 
 
 def widen(field: Field[Any, Any]) -> bool:
-    """Make ``field`` report the bigint type of its family; False if it is not a narrow one."""
-    wide = WIDER.get(declared_type(field))
-    if wide is None:
-        return False
-    vars(field)["get_internal_type"] = _Reports(wide)
-    vars(field).pop("validators", None)  # cached with the declared range
+    """Give ``field`` the range, lookups, binding and column type of the bigint type of its
+    family; False if it is not a narrow integer field.
+
+    Its class and ``get_internal_type`` stay as declared: serializers (the XML ``type``
+    attribute), migrations and introspection see the field the app defined.
+    """
+    wide = WIDER.get(field.get_internal_type())
+    if wide is None or "db_type" in vars(field):
+        return wide is not None
+    low, high = connection.ops.integer_field_range(wide)
+    range_validators: list[BaseValidator] = [MinValueValidator(low)] if low is not None else []
+    if high is not None:
+        range_validators.append(MaxValueValidator(high))
+    vars(field)["validators"] = [*field.default_validators, *field._validators, *range_validators]  # type: ignore[attr-defined]
+    column = _WideColumn(field, wide)
+    vars(field)["db_type"] = column.db_type
+    vars(field)["get_db_prep_value"] = column.get_db_prep_value
+    for lookup in _WIDE_LOOKUPS:
+        field.register_lookup(lookup)
     return True
 
 
