@@ -14,6 +14,7 @@ class IdFieldsConfig(AppConfig):
 
     def ready(self) -> None:
         from idfields.django_app import (  # noqa: F401 - checks register
+            bulk,
             checks,
             key_checks,
             lifecycle,
@@ -22,4 +23,5 @@ class IdFieldsConfig(AppConfig):
         )
 
         lifecycle.install()
+        bulk.install()
         widening.widen_id_holding_columns()

@@ -210,9 +210,13 @@ class KSortedFieldMixin:
         instance = _instance_being_saved()
         if instance is None:
             return False
-        return vars(instance._state).get(GENERATED_PK) is getattr(instance, self.attname)
+        # Asked once per save: the marker is spent, so a later save of the same instance
+        # (``_state.adding = True`` again, Django's copy recipe) is BigAutoField's case.
+        return vars(instance._state).pop(GENERATED_PK, None) is getattr(instance, self.attname)
 
     def pre_save(self, model_instance: Model, add: bool) -> Any:
+        if add:  # the INSERT of a save that did not ask has_default (force_insert, bulk_create)
+            vars(model_instance._state).pop(GENERATED_PK, None)
         value = getattr(model_instance, self.attname)
         if value is None and add and self.generation == APP:
             value = self.next_id()

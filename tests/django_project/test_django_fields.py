@@ -29,6 +29,7 @@ from tests.django_project.testapp.models import (
     Comment,
     Event,
     Ledger,
+    Pizzeria,
     Place,
     Restaurant,
     Row,
@@ -326,3 +327,57 @@ def test_the_migration_log_keeps_an_auto_increment_key(alias: str) -> None:
     assert isinstance(field, SnowflakeAutoField) and field.get_internal_type() == "BigAutoField"
     row = recorder.migration_qs.create(app="idfields_test", name="0001_probe")
     assert 0 < row.pk < 2**31  # numbered by the database, as under AutoField
+
+
+def test_an_instance_marked_as_new_again_is_updated_as_with_bigautofield(alias: str) -> None:
+    """Once saved, the pk is no longer one we just made: ``_state.adding = True`` and save()
+    tries the UPDATE first (it finds the row), as BigAutoField does, instead of an INSERT
+    that collides with the row."""
+    place = Place.objects.using(alias).create(name="first")
+    place.name = "renamed"
+    place._state.adding = True
+    assert statements(alias, lambda: place.save(using=alias)) == ["UPDATE"]
+    assert list(Place.objects.using(alias).values_list("name", flat=True)) == ["renamed"]
+
+
+def test_django_copy_recipe_on_a_two_level_multi_table_child(alias: str) -> None:
+    """Django's documented copy of an inherited instance: ``pk = None; id = None;
+    _state.adding = True; save()`` (the middle link keeps pointing at the original)."""
+    pizzeria = Pizzeria.objects.using(alias).create(name="Luigi", oven="gas")
+    original = pizzeria.pk
+    pizzeria.pk = None
+    pizzeria.id = None
+    pizzeria._state.adding = True
+    pizzeria.save(using=alias)
+    assert pizzeria.pk == original  # as with BigAutoField: the child row follows its parent
+    assert Pizzeria.objects.using(alias).get(pk=original).oven == "gas"
+    assert Place.objects.using(alias).count() == 1
+
+
+def test_bulk_create_ignore_conflicts_leaves_skipped_rows_without_a_pk(alias: str) -> None:
+    """Django documents that ``ignore_conflicts`` cannot tell which rows went in; a skipped
+    instance must not keep an ID no row has. Ours know which did: those keep their pk."""
+    existing = Tag.objects.using(alias).create(label="taken")
+    skipped, added = Tag(label="taken"), Tag(label="free")
+    Tag.objects.using(alias).bulk_create([skipped, added], ignore_conflicts=True)
+    assert skipped.pk is None
+    assert Tag.objects.using(alias).get(pk=added.pk).label == "free"
+    assert Tag.objects.using(alias).count() == 2 and existing.pk != added.pk
+
+
+def test_bulk_create_update_conflicts_gives_the_updated_rows_pk(alias: str) -> None:
+    """With ``update_conflicts`` an instance that updated a row takes that row's pk (what
+    BigAutoField reads back by RETURNING on PostgreSQL), never an ID no row has."""
+    connection = connections[alias]
+    existing = Tag.objects.using(alias).create(label="taken")
+    updated, added = Tag(label="taken"), Tag(label="free")
+    options: dict[str, Any] = {"update_conflicts": True, "update_fields": ["label"]}
+    if connection.features.supports_update_conflicts_with_target:
+        options["unique_fields"] = ["label"]
+    Tag.objects.using(alias).bulk_create([updated, added], **options)
+    present = set(Tag.objects.using(alias).values_list("pk", flat=True))
+    assert present == {existing.pk, added.pk}
+    if connection.features.supports_update_conflicts_with_target:
+        assert updated.pk == existing.pk
+    else:  # MariaDB: no unique_fields, so which row was updated is unknown, as under BigAutoField
+        assert updated.pk is None

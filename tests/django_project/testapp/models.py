@@ -65,6 +65,12 @@ class Restaurant(Place):
     serves_pizza = models.BooleanField(default=False)
 
 
+class Pizzeria(Restaurant):
+    """Two levels of multi-table inheritance (Django's copy recipe resets two links)."""
+
+    oven = models.CharField(max_length=20, default="wood")
+
+
 class Comment(models.Model):
     """A GenericForeignKey that can point at 63-bit keys: ``object_id`` is bigint."""
 

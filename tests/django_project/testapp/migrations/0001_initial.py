@@ -120,6 +120,24 @@ class Migration(migrations.Migration):
             bases=("testapp.place",),
         ),
         migrations.CreateModel(
+            name="Pizzeria",
+            fields=[
+                (
+                    "restaurant_ptr",
+                    models.OneToOneField(
+                        auto_created=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        parent_link=True,
+                        primary_key=True,
+                        serialize=False,
+                        to="testapp.restaurant",
+                    ),
+                ),
+                ("oven", models.CharField(default="wood", max_length=20)),
+            ],
+            bases=("testapp.restaurant",),
+        ),
+        migrations.CreateModel(
             name="Book",
             fields=[
                 (
