@@ -2,15 +2,18 @@
 
 Every instance has its ID before the INSERT, so after ``ignore_conflicts=True`` or
 ``update_conflicts=True`` a skipped (or updated) row's instance would keep an ID that no row
-has: a later save() would add a duplicate, a relation set to it would point at nothing. Django
-documents ``pk`` staying None where it cannot tell, and with ``update_conflicts`` on PostgreSQL
-``BigAutoField`` reads the existing row's pk back. The only hook after the INSERT is
-``QuerySet.bulk_create`` itself, so ``install()`` wraps it: for such a model, after a
-conflict-handling call, one SELECT (per 500 instances) asks which of the IDs we made are rows.
-An instance whose ID is not takes the pk of the row it updated (found by its
-``unique_fields``), or None (``ignore_conflicts``, or ``update_conflicts`` without
-``unique_fields`` on MariaDB/MySQL, where BigAutoField gives None too). Other models and calls
-go straight to Django's method.
+has: a later save() would add a duplicate, a relation set to it would point at nothing. The
+only hook after the INSERT is ``QuerySet.bulk_create`` itself, so ``install()`` wraps it; for
+such a model it answers as ``BigAutoField`` does:
+
+- ``ignore_conflicts``: Django documents that the pk is not set (the database cannot say which
+  rows went in), so every instance we numbered gets ``pk = None`` back; no query is added.
+- ``update_conflicts``: BigAutoField reads each row's pk back (RETURNING, PostgreSQL); here one
+  SELECT per 500 instances asks which of our IDs are rows, and an instance whose ID is not takes
+  the pk of the row it updated, matched on its ``unique_fields`` (None without them, as on
+  MariaDB/MySQL, where BigAutoField gives None too).
+
+Other models and calls go straight to Django's method.
 """
 
 from __future__ import annotations
@@ -59,8 +62,11 @@ def _settling(bulk_create: Callable[..., list[Model]]) -> Callable[..., list[Mod
             self, objs, batch_size, ignore_conflicts, update_conflicts, update_fields,
             unique_fields,
         )  # fmt: skip
-        if fresh:
-            settle(self, fresh, list(unique_fields or ()) if update_conflicts else [])
+        if ignore_conflicts:
+            for obj in fresh:
+                obj.pk = None
+        elif fresh:
+            settle(self, fresh, list(unique_fields or ()))
         return created
 
     setattr(wrapper, _WRAPPED, True)
