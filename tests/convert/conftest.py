@@ -75,6 +75,7 @@ _CONVAPP_TABLES = ("child", "parent_tags", "parent", "tag", "account")
 # gfkapp's migration brings contenttypes' table into the session database: it goes too.
 _TABLES = (
     *(f"convapp_{table}" for table in _CONVAPP_TABLES),
+    "gfkapp_taggednote",
     "gfkapp_taggeditem",
     "django_content_type",
 )

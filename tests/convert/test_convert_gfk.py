@@ -130,3 +130,63 @@ def test_alembic_also_and_warning(pg: Run, postgres_url: str) -> None:
         )
     )
     assert types == {"comment.object_id": "bigint", "audit.item_id": "integer"}
+
+
+@BOTH
+def test_a_widened_object_id_holds_63_bit_ids_at_every_layer(convapp: ConvApp) -> None:
+    """After ``WidenObjectId`` (named by the multi-table child, whose GenericForeignKey and
+    column are its parent's) Django takes the field for bigint too: lookups find the row
+    instead of answering "no rows" unasked, validation, forms and serializers take the ID,
+    and nothing of the app's own model or migrations changed."""
+    from django import forms
+    from django.apps import apps
+    from django.core import serializers
+    from django.db import router
+
+    app = convapp
+    app.migrate("0001_initial", app="gfkapp")
+    router.routers = [_GfkRouter(app.alias)]  # a cached property: deleted to restore it
+    try:
+        with app.connection.schema_editor(atomic=False) as editor:
+            WidenObjectId("gfkapp", "TaggedNote").database_forwards(
+                "convapp", editor, ProjectState(), ProjectState()
+            )
+        assert object_id_type(app) == "bigint"
+        big = make_generator("snowflake", StaticNode(5))()
+        tag(app, big)
+        model = apps.get_model("gfkapp", "TaggedItem")
+        field = model._meta.get_field("object_id")
+        assert model.objects.using(app.alias).filter(object_id=big).count() == 1
+        assert model.objects.using(app.alias).filter(object_id__in=[big]).count() == 1
+        assert model.objects.using(app.alias).filter(object_id__gte=big).count() == 1
+        row = model.objects.using(app.alias).get(object_id=big)
+        row.full_clean(exclude=["content_type"])  # the range validators are bigint's
+
+        class Form(forms.ModelForm):  # type: ignore[type-arg]
+            class Meta:
+                model = apps.get_model("gfkapp", "TaggedItem")
+                fields = ["tag", "object_id"]
+
+        form = Form({"tag": "t", "object_id": str(big)}, instance=row)
+        assert form.is_valid(), form.errors
+        dumped = serializers.serialize("json", [row])
+        [loaded] = serializers.deserialize("json", dumped)
+        assert loaded.object.object_id == big
+        # What the app declared stays: its class, its type name, its migration.
+        assert type(field).__name__ == "PositiveIntegerField"
+        assert field.get_internal_type() == "PositiveIntegerField"
+        assert field.deconstruct()[1] == "django.db.models.PositiveIntegerField"
+    finally:
+        del router.routers
+
+
+@BOTH
+def test_conversion_widens_an_object_id_a_multi_table_child_inherits(convapp: ConvApp) -> None:
+    """The child's GenericForeignKey names its parent's column: widened once, in the parent."""
+    from idfields.migrations.django.convert import generic_object_ids
+
+    app = convapp
+    app.migrate("0001_initial", app="gfkapp")
+    tables = [table for _, table, _ in generic_object_ids() if table.startswith("gfkapp_")]
+    assert tables == ["gfkapp_taggeditem"]
+    assert generic_object_ids("gfkapp", "TaggedNote") == [(None, "gfkapp_taggeditem", "object_id")]

@@ -259,7 +259,7 @@ def generic_object_ids(
     app_label: str | None = None, model_name: str | None = None
 ) -> list[tuple[str | None, str, str]]:
     """``(schema, table, column)`` of each integer ``object_id`` of a GenericForeignKey, in every
-    installed model (or one): any of them may point at the converted model's content type.
+    installed model (or one), once per column: any may point at the converted model's type.
 
     Read from the installed apps, not the migration state: the state has no private fields.
     """
@@ -273,7 +273,7 @@ def generic_object_ids(
         models = apps.get_models()
     else:
         models = [apps.get_model(app_label, model_name)]
-    found: list[tuple[str | None, str, str]] = []
+    found: dict[tuple[str | None, str, str], None] = {}
     for model in models:
         for private in model._meta.private_fields:
             if not isinstance(private, GenericForeignKey):
@@ -281,8 +281,11 @@ def generic_object_ids(
             field = model._meta.get_field(private.fk_field)
             column = getattr(field, "column", None)
             if field.get_internal_type() in _INTEGER_FIELDS and column is not None:
-                found.append((None, model._meta.db_table, column))
-    return found
+                # The table of the model that declares the column: a multi-table child (or a
+                # proxy) shares its parent's GenericForeignKey and column.
+                owner = getattr(field, "model", model)
+                found[None, owner._meta.db_table, column] = None
+    return list(found)
 
 
 class WidenObjectId(IdFieldsOperation):

@@ -8,3 +8,9 @@ class TaggedItem(models.Model):
     content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
     object_id = models.PositiveIntegerField()
     content_object = GenericForeignKey("content_type", "object_id")
+
+
+class TaggedNote(TaggedItem):
+    """A multi-table child: its GenericForeignKey and object_id column are its parent's."""
+
+    note = models.CharField(max_length=20, default="")

@@ -22,4 +22,22 @@ class Migration(migrations.Migration):
                 ),
             ],
         ),
+        migrations.CreateModel(
+            name="TaggedNote",
+            fields=[
+                (
+                    "taggeditem_ptr",
+                    models.OneToOneField(
+                        auto_created=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        parent_link=True,
+                        primary_key=True,
+                        serialize=False,
+                        to="gfkapp.taggeditem",
+                    ),
+                ),
+                ("note", models.CharField(default="", max_length=20)),
+            ],
+            bases=("gfkapp.taggeditem",),
+        ),
     ]
