@@ -31,6 +31,7 @@ checks (``idfields.E009`` a weak, short or clashing key, ``E010`` no key for a m
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -40,7 +41,8 @@ from django.apps import AppConfig, apps
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
-from django.db.models import BigIntegerField, Model
+from django.db.migrations.loader import MigrationLoader
+from django.db.models import BigIntegerField, Field, Model
 
 from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
@@ -275,7 +277,7 @@ def _narrow_foreign_keys(
             else:  # a ForeignObject's own column: declared narrow, and not widened yet
                 column = column_field.get_internal_type()
                 if column not in NARROW_INTEGERS or _bigint_in_database(
-                    model, column_field.column, databases
+                    model, column_field, databases
                 ):
                     continue
                 hint = (
@@ -292,10 +294,16 @@ def _narrow_foreign_keys(
             )
 
 
-def _bigint_in_database(model: type[Model], column: str | None, databases: Iterable[str]) -> bool:
+def _bigint_in_database(model: type[Model], field: object, databases: Iterable[str]) -> bool:
     """Whether the column is bigint already (``WidenObjectId`` or a conversion widened it while
     the field keeps its declared type). Asked only of the databases the check may use (Django
-    passes them to ``migrate``'s checks); False when none may be asked or it cannot say."""
+    passes them to ``migrate``'s checks); False when none may be asked or it cannot say.
+
+    The table of an app without migrations is made from its models, where the field reports
+    bigint (:mod:`idfields.django_app.widening`): no database needs asking."""
+    if _widened(field) and not _has_migrations(model):
+        return True
+    column = getattr(field, "column", None)
     alias = router.db_for_write(model)
     if alias not in databases:
         return False
@@ -317,6 +325,21 @@ def _bigint_in_database(model: type[Model], column: str | None, databases: Itera
     )
 
 
+def _widened(field: object) -> bool:
+    return isinstance(field, Field) and "db_type" in vars(field)
+
+
+def _has_migrations(model: type[Model]) -> bool:
+    """Whether the model's app has a migrations module (else ``migrate`` syncs its tables)."""
+    module, _ = MigrationLoader.migrations_module(model._meta.app_label)
+    if module is None:
+        return False
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:
+        return False
+
+
 def _narrow_generic_keys(
     models: Iterable[type[Model]], databases: Iterable[str] = ()
 ) -> Iterator[CheckMessage]:
@@ -332,9 +355,7 @@ def _narrow_generic_keys(
                 continue  # a multi-table child's copy names its parent's column: reported there
             object_id = model._meta.get_field(private.fk_field)
             kind = object_id.get_internal_type()
-            if kind in NARROW_INTEGERS and not _bigint_in_database(
-                model, getattr(object_id, "column", None), databases
-            ):
+            if kind in NARROW_INTEGERS and not _bigint_in_database(model, object_id, databases):
                 yield Error(
                     f"{model._meta.label}.{private.fk_field} (object_id of GenericForeignKey "
                     f"{private.name!r}) is a {kind}, but models of this project have 63-bit "

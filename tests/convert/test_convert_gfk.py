@@ -190,3 +190,5 @@ def test_conversion_widens_an_object_id_a_multi_table_child_inherits(convapp: Co
     tables = [table for _, table, _ in generic_object_ids() if table.startswith("gfkapp_")]
     assert tables == ["gfkapp_taggeditem"]
     assert generic_object_ids("gfkapp", "TaggedNote") == [(None, "gfkapp_taggeditem", "object_id")]
+    assert generic_object_ids("gfkapp") == [(None, "gfkapp_taggeditem", "object_id")]  # the app
+    assert WidenObjectId("gfkapp").deconstruct()[1:] == (["gfkapp"], {})

@@ -259,7 +259,8 @@ def generic_object_ids(
     app_label: str | None = None, model_name: str | None = None
 ) -> list[tuple[str | None, str, str]]:
     """``(schema, table, column)`` of each integer ``object_id`` of a GenericForeignKey, in every
-    installed model (or one), once per column: any may point at the converted model's type.
+    installed model (or an app's, or one model's), once per column: any may point at the
+    converted model's content type.
 
     Read from the installed apps, not the migration state: the state has no private fields.
     """
@@ -269,8 +270,10 @@ def generic_object_ids(
         return []
     from django.contrib.contenttypes.fields import GenericForeignKey
 
-    if app_label is None or model_name is None:
+    if app_label is None:
         models = apps.get_models()
+    elif model_name is None:
+        models = list(apps.get_app_config(app_label).get_models())
     else:
         models = [apps.get_model(app_label, model_name)]
     found: dict[tuple[str | None, str, str], None] = {}
@@ -289,16 +292,20 @@ def generic_object_ids(
 
 
 class WidenObjectId(IdFieldsOperation):
-    """Widen the ``object_id`` of another app's GenericForeignKey to bigint, from your own
-    migration (``WidenObjectId("taggit", "TaggedItem")``), without forking that app's
-    migrations. Database only: the field keeps its declared type and idfields.E020 clears once
-    the column is bigint. Backwards does nothing: the column holds 63-bit IDs by then.
+    """Widen the integer ``object_id`` of another app's GenericForeignKeys to bigint, from your
+    own migration, without forking that app's migrations: one model
+    (``WidenObjectId("taggit", "TaggedItem")``) or every model of the app
+    (``WidenObjectId("taggit")``). Database only: the field keeps its declared class (Django
+    already takes it for bigint: :mod:`idfields.django_app.widening`), and idfields.E020 clears
+    once the column is bigint. Backwards does nothing: the column holds 63-bit IDs by then.
     """
 
     vendors = ("postgresql", "mysql")
     atomic = False  # MySQL cannot run DDL in a transaction; Postgres runs one of its own
 
-    def __init__(self, app_label: str, model_name: str, lock_timeout: str = "5s") -> None:
+    def __init__(
+        self, app_label: str, model_name: str | None = None, lock_timeout: str = "5s"
+    ) -> None:
         self.app_label = app_label
         self.model_name = model_name
         self.lock_timeout = lock_timeout
@@ -307,14 +314,19 @@ class WidenObjectId(IdFieldsOperation):
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs = {} if self.lock_timeout == "5s" else {"lock_timeout": self.lock_timeout}
         path = f"idfields.migrations.django.{type(self).__name__}"
-        return path, [self.app_label, self.model_name], kwargs
+        args = [self.app_label] if self.model_name is None else [self.app_label, self.model_name]
+        return path, args, kwargs
+
+    @property
+    def _named(self) -> str:
+        return self.app_label if self.model_name is None else f"{self.app_label}.{self.model_name}"
 
     @property
     def migration_name_fragment(self) -> str:
-        return f"widen_{self.app_label}_{self.model_name.lower()}_object_id"
+        return f"widen_{self._named.lower().replace('.', '_')}_object_id"
 
     def describe(self) -> str:
-        return f"Widen the GenericForeignKey object_id of {self.app_label}.{self.model_name}"
+        return f"Widen the GenericForeignKey object_ids of {self._named}"
 
     def forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
@@ -324,22 +336,23 @@ class WidenObjectId(IdFieldsOperation):
         columns = generic_object_ids(self.app_label, self.model_name)
         if not columns:
             raise ValueError(
-                f"{self.app_label}.{self.model_name} has no GenericForeignKey with an integer "
-                "object_id: check the app label and model name"
+                f"{self._named} has no GenericForeignKey with an integer object_id: check the "
+                "app label and model name"
             )
         connection = schema_editor.connection
         target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
+        tables = dict.fromkeys(table for _, table, _ in columns)
         with connection.cursor() as cursor:
             query = convert.cursor_query(cursor)
-            with (
-                locks.named_blockers(
-                    connection.vendor, query, columns[0][1], None, self.lock_timeout
-                ),
-                locks.bounded(connection.vendor, query, self.lock_timeout),
-            ):
-                narrow = convert.introspect_also(connection.vendor, query, columns)
-                step = convert.Step("widen", convert.widen(connection.vendor, narrow, target))
-                run_steps(schema_editor, [step], None)
+            for table in tables:  # one table at a time: its lock, and who holds it on timeout
+                with (
+                    locks.named_blockers(connection.vendor, query, table, None, self.lock_timeout),
+                    locks.bounded(connection.vendor, query, self.lock_timeout),
+                ):
+                    mine = [column for column in columns if column[1] == table]
+                    narrow = convert.introspect_also(connection.vendor, query, mine)
+                    step = convert.Step("widen", convert.widen(connection.vendor, narrow, target))
+                    run_steps(schema_editor, [step], None)
 
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
