@@ -107,10 +107,13 @@ def main() -> int:
     args = parser.parse_args()
     tests = prepare(args.work)
     url = os.environ.get("IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/")
+    # From Django's tests/requirements/py3.txt, what these labels use.
+    site = str(suites.requirements({"tblib": "tblib", "yaml": "PyYAML"}, args.work))
 
     def env(auto_field: str, tag: str) -> dict[str, str]:
         return {
             **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])),
             "IDFIELDS_SUITE_URL": url,
             "IDFIELDS_SUITE_DB": f"idfields_django_suite_{os.getpid()}_{tag}",
             "IDFIELDS_SUITE_AUTO_FIELD": auto_field,

@@ -9,6 +9,7 @@ is reported and forgiven.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 RUNNER = '''\
 """A DiscoverRunner that writes each test's outcome to $IDFIELDS_SUITE_RESULTS (JSON)."""
 
+import importlib.util
 import json
 import os
 import unittest
@@ -121,6 +123,21 @@ def _download(requirement: str, work: Path) -> Path:
     pip = [sys.executable, "-m", "pip", "download", "--quiet", "--no-binary", ":all:"]
     subprocess.run([*pip, "--no-deps", "--dest", str(work), requirement], check=True)
     return next(work / f"{stem}.tar.gz" for stem in stems if (work / f"{stem}.tar.gz").exists())
+
+
+def requirements(modules: Mapping[str, str], work: Path) -> Path:
+    """A folder for PYTHONPATH holding the suite's own test requirements (``module: package``)
+    that this interpreter lacks, installed there rather than into the environment."""
+    target = work / "site-packages"
+    missing = [
+        package
+        for module, package in modules.items()
+        if importlib.util.find_spec(module) is None and not (target / module).exists()
+    ]
+    if missing:
+        pip = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target)]
+        subprocess.run([*pip, "--no-deps", *missing], check=True)
+    return target
 
 
 def run(command: Sequence[str], cwd: Path, env: Mapping[str, str], results: Path) -> dict[str, str]:

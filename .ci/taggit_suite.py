@@ -74,14 +74,14 @@ def prepare(root: Path, tag: str, env: dict[str, str]) -> None:
     (package / "migrations").mkdir()
     for folder in (package, package / "tests_migrations", package / "migrations"):
         (folder / "__init__.py").write_text("")
-    (package / "migrations" / "0001_widen.py").write_text(WIDEN)
-    pythonpath = os.pathsep.join([str(root), str(suites.REPO)])
+    pythonpath = os.pathsep.join([str(root), str(suites.REPO), env["PYTHONPATH"]])
     subprocess.run(
-        [sys.executable, "-m", "django", "makemigrations", "tests", "-v", "0"],
+        [sys.executable, "-m", "django", "makemigrations", "tests", "-v", "0", "--skip-checks"],
         cwd=root,
         env={**env, "PYTHONPATH": pythonpath},
         check=True,
     )
+    (package / "migrations" / "0001_widen.py").write_text(WIDEN)  # after: it needs theirs
 
 
 def main() -> int:
@@ -91,12 +91,16 @@ def main() -> int:
     args = parser.parse_args()
     root = suites.sdist("django-taggit", args.work, wanted="tests")
     url = os.environ.get("IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/")
+    # taggit's tox.ini deps; tblib lets the parallel runner report errors.
+    wanted = {"rest_framework": "djangorestframework", "tblib": "tblib"}
+    site = str(suites.requirements(wanted, args.work))
     results = args.work / "results"
     results.mkdir(exist_ok=True)
     outcomes = {}
     for tag, auto_field in (("base", suites.BASELINE), ("ours", suites.OURS)):
         env = {
             **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])),
             "IDFIELDS_SUITE_URL": url,
             "IDFIELDS_SUITE_DB": f"idfields_taggit_suite_{os.getpid()}_{tag}",
             "IDFIELDS_SUITE_AUTO_FIELD": auto_field,

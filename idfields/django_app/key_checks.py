@@ -2,9 +2,10 @@
 
 - ``idfields.W010``: ``DEFAULT_AUTO_FIELD`` names an idfields field, but an app of the project
   overrides it with ``AppConfig.default_auto_field`` (``startapp`` writes BigAutoField into every
-  new ``apps.py``), so its models silently number their rows 1, 2, 3... Django's contrib apps and
-  installed third-party packages pin their keys on purpose (their migrations say so) and are
-  left alone.
+  new ``apps.py``), so its models silently number their rows 1, 2, 3... Only the project's own
+  apps (under the folder of the settings' top-level package) are named: Django's contrib apps
+  and third-party apps, installed or on the path from a checkout, pin their keys on purpose
+  (their migrations say so) and are left alone.
 - ``idfields.W011`` (``check --database ALIAS``, and ``migrate``): a column that must hold our
   IDs (an idfields key or ID column, a foreign key or multi-table link to one, a
   GenericForeignKey ``object_id``) is narrower than bigint in the database although the model
@@ -15,6 +16,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sysconfig
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -61,6 +63,7 @@ def _overrides(configs: Iterable[AppConfig]) -> Iterator[CheckMessage]:
             or config.name.startswith("django.")
             or config.name.startswith("idfields.")
             or _is_installed_package(config)
+            or not _in_project(config)
         ):
             continue
         models = [
@@ -84,6 +87,24 @@ def _overrides(configs: Iterable[AppConfig]) -> Iterator[CheckMessage]:
             obj=config.label,
             id="idfields.W010",
         )
+
+
+def _project_root() -> Path | None:
+    """The folder holding the settings' top-level package (where manage.py usually is)."""
+    module = getattr(settings, "SETTINGS_MODULE", None)
+    spec = importlib.util.find_spec(module.partition(".")[0]) if module else None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:  # a package (a namespace package has no origin)
+        return Path(next(iter(spec.submodule_search_locations))).resolve().parent
+    return Path(spec.origin).resolve().parent if spec.origin else None
+
+
+def _in_project(config: AppConfig) -> bool:
+    """An app under the project's folder is the project's to change; one elsewhere (a vendored
+    or checked-out third-party app on the path) pins its keys as its migrations say."""
+    root = _project_root()
+    return root is None or Path(config.path).resolve().is_relative_to(root)
 
 
 def _is_installed_package(config: AppConfig) -> bool:

@@ -298,3 +298,38 @@ def test_multi_column_foreign_objects_are_checked_column_by_column(apps: Any = N
     assert check_database_columns(config, databases=None) == []
     [message] = [m for m in check_models(config) if m.id == "idfields.E021"]
     assert "BigIntegerField" in message.hint and "membership" in message.msg
+
+
+@isolate_apps("tests.django_project.testapp")
+def test_w010_names_project_apps_not_apps_checked_out_elsewhere(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An app outside the project's folder (a third-party checkout on the path) pins its keys
+    as its own migrations say: deleting a line of its apps.py is no advice for its user."""
+    import importlib
+
+    from django.apps import AppConfig, apps
+
+    from idfields.django_app.key_checks import check_app_key_overrides
+
+    class Numbered(models.Model):
+        id = models.BigAutoField(primary_key=True, auto_created=True)
+
+        class Meta:
+            app_label = "testapp"
+
+    (tmp_path / "vendored_app").mkdir()
+    (tmp_path / "vendored_app" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def pinned(name: str) -> AppConfig:
+        class Pinned(AppConfig):
+            default_auto_field = "django.db.models.BigAutoField"
+
+        config = Pinned(name, importlib.import_module(name))
+        config.apps, config.models = apps, {"numbered": Numbered}
+        return config
+
+    assert check_app_key_overrides([pinned("vendored_app")]) == []
+    [message] = check_app_key_overrides([pinned("tests.django_project.testapp")])
+    assert message.id == "idfields.W010" and "apps.py" in message.hint
