@@ -42,12 +42,13 @@ from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
 from django.db.migrations.loader import MigrationLoader
-from django.db.models import BigIntegerField, Field, Model
+from django.db.models import BigIntegerField, Model
 
 from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.sources import coordination_database
+from idfields.django_app.widening import is_widened
 from idfields.errors import IdFieldsError
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
@@ -301,7 +302,7 @@ def _bigint_in_database(model: type[Model], field: object, databases: Iterable[s
 
     The table of an app without migrations is made from its models, where the field reports
     bigint (:mod:`idfields.django_app.widening`): no database needs asking."""
-    if _widened(field) and not _has_migrations(model):
+    if is_widened(field) and not _has_migrations(model):
         return True
     column = getattr(field, "column", None)
     alias = router.db_for_write(model)
@@ -323,10 +324,6 @@ def _bigint_in_database(model: type[Model], field: object, databases: Iterable[s
         and connection.introspection.get_field_type(info.type_code, info) in wide
         for info in description
     )
-
-
-def _widened(field: object) -> bool:
-    return isinstance(field, Field) and "db_type" in vars(field)
 
 
 def _has_migrations(model: type[Model]) -> bool:
@@ -361,9 +358,10 @@ def _narrow_generic_keys(
                     f"{private.name!r}) is a {kind}, but models of this project have 63-bit "
                     "idfields primary keys: storing one fails with 'integer out of range'.",
                     hint="Declare it PositiveBigIntegerField (or BigIntegerField) and migrate; "
-                    "for a third-party app, add WidenObjectId(app_label, model) to a migration "
-                    "of yours, or "
-                    "silence this check if the relation never points at such a model.",
+                    f"for a third-party app, add WidenObjectId({model._meta.app_label!r}, "
+                    f"{model._meta.object_name!r}) to a migration of one of your apps "
+                    "(docs/how-to/third-party-generic-keys.md), or silence this check if the "
+                    "relation never points at such a model.",
                     obj=object_id,
                     id="idfields.E020",
                 )

@@ -85,6 +85,12 @@ class _WideColumn:
         return connection.ops.adapt_integerfield_value(value, self.internal_type)
 
 
+def is_widened(field: object) -> bool:
+    """Whether :func:`widen` gave ``field`` the bigint range."""
+    method = vars(field).get("db_type") if isinstance(field, Field) else None
+    return isinstance(getattr(method, "__self__", None), _WideColumn)
+
+
 def widen(field: Field[Any, Any]) -> bool:
     """Give ``field`` the range, lookups, binding and column type of the bigint type of its
     family; False if it is not a narrow integer field.
@@ -93,7 +99,7 @@ def widen(field: Field[Any, Any]) -> bool:
     attribute), migrations and introspection see the field the app defined.
     """
     wide = WIDER.get(field.get_internal_type())
-    if wide is None or "db_type" in vars(field):
+    if wide is None or is_widened(field):
         return wide is not None
     low, high = connection.ops.integer_field_range(wide)
     range_validators: list[BaseValidator] = [MinValueValidator(low)] if low is not None else []
