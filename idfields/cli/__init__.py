@@ -20,6 +20,7 @@ from idfields.cli.arguments import MAX_COUNT, UsageError
 from idfields.codecs import DEFAULT_ENV_VAR
 from idfields.compare.cli import add_compare_command
 from idfields.errors import IdFieldsError
+from idfields.generators.hotpath import core_status
 from idfields.layouts import BUILTIN_LAYOUTS
 
 __all__ = ["main"]
@@ -47,8 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="idfields",
         description="63-bit k-sorted IDs: list layouts, issue IDs, inspect one, encode/decode.",
         epilog="Exit status 2: bad input or setup, explained in one line on stderr.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # --version: one unwrapped line
     )
-    parser.add_argument("--version", action="version", version=f"idfields {__version__}")
+    parser.add_argument(
+        "--version", action="version", version=f"idfields {__version__} ({core_status()})"
+    )
     common = _Parser(add_help=False)
     common.add_argument("--json", action="store_true", help="print one JSON document")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -7,12 +7,18 @@ never the caller's transaction: a rolled-back request must not roll back a lease
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 VENDORS = ("postgresql", "mysql", "sqlite")
+# SQLite's, PostgreSQL's and MariaDB/MySQL's words for "that table is not there".
+_MISSING_TABLE = re.compile(
+    r"no such table: (idfields_\w+)|relation \"(?:\w+\.)?(idfields_\w+)\" does not exist"
+    r"|Table '(?:[^'.]*\.)?(idfields_\w+)' doesn't exist"
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,13 @@ def vendor_of(database: Database) -> str:
             "coordination tables in one of those (IDFIELDS['DATABASE'] names the alias)"
         )
     return vendor
+
+
+def missing_table(error: BaseException) -> str | None:
+    """The idfields table a database error says is missing, if that is what it says: the
+    adapters turn it into :class:`~idfields.errors.TablesMissing` naming their own fix."""
+    found = _MISSING_TABLE.search(str(error))
+    return None if found is None else next(name for name in found.groups() if name)
 
 
 def insert_if_absent(

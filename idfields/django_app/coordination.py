@@ -20,12 +20,14 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import connections
+from django.apps import apps
+from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from idfields import forking
 from idfields.coordination import Result
-from idfields.errors import IdFieldsError
+from idfields.coordination.database import missing_table
+from idfields.errors import IdFieldsError, TablesMissing
 
 PRIVATE_MARK = "_idfields_coordination"
 
@@ -64,10 +66,24 @@ class DjangoDatabase:
                     cursor.execute(sql, args)
                     rows = [tuple(row) for row in cursor.fetchall()] if cursor.description else []
                     return Result(rows, cursor.rowcount)
-            except Exception:
+            except Exception as error:
                 if wrapper.get_autocommit():  # a broken connection is reopened on the next call
                     wrapper.close()
+                if isinstance(error, DatabaseError) and (table := missing_table(error)):
+                    raise self._tables_missing(table) from error
                 raise
+
+    def _tables_missing(self, table: str) -> TablesMissing:
+        fix = (
+            "run 'python manage.py migrate idfields'"
+            if apps.is_installed("idfields.django_app")
+            else "add 'idfields.django_app' to INSTALLED_APPS, then run "
+            "'python manage.py migrate idfields'"
+        )
+        return TablesMissing(
+            f"table {table} does not exist in database {self.alias!r}: the idfields tables "
+            f"(node leases, launches, counters) are made by the idfields app's migrations; {fix}"
+        )
 
     @contextmanager
     def atomic(self) -> Iterator[None]:

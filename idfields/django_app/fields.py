@@ -30,6 +30,7 @@ import sys
 from typing import Any, ClassVar
 
 from django import forms
+from django.apps import apps
 from django.core import checks
 from django.core.exceptions import FieldDoesNotExist, FieldError
 from django.db import connections, router
@@ -250,6 +251,24 @@ class KSortedFieldMixin:
             *super().check(**kwargs),  # type: ignore[misc]
             *self._check_layout(),
             *self._check_generation(kwargs.get("databases")),
+            *self._check_app_installed(),
+        ]
+
+    def _check_app_installed(self) -> list[checks.CheckMessage]:
+        """The field runs its checks even when the idfields app is left out of INSTALLED_APPS,
+        where nothing else would say why the first ID fails (no lease table)."""
+        leased = self.generation == APP and get_settings().node_source == "lease"
+        if not leased or apps.is_installed("idfields.django_app"):
+            return []
+        return [
+            checks.Error(
+                "'idfields.django_app' is not in INSTALLED_APPS: its migrations make the tables "
+                "this field leases its node from (and records launches and counters in)",
+                hint="Add 'idfields.django_app' to INSTALLED_APPS, then run "
+                "'python manage.py migrate'.",
+                obj=self,
+                id="idfields.E032",
+            )
         ]
 
     def _check_layout(self) -> list[checks.CheckMessage]:

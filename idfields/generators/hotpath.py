@@ -8,10 +8,13 @@ tests run both. ``IDFIELDS_PURE_PYTHON=1`` forces the reference.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+import sysconfig
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 
 class PureCounterCore:
@@ -74,10 +77,14 @@ class PureTimeCore(PureCounterCore):
         return self._locked_issue()
 
 
+def _pure_forced() -> bool:
+    return os.environ.get("IDFIELDS_PURE_PYTHON", "").strip() in {"1", "true", "yes"}
+
+
 def compiled(name: str) -> type | None:
     """The compiled type ``name`` of ``idfields._speedups``; None when pure Python is in force,
     the extension is not built, or it was built before ``name`` existed."""
-    if os.environ.get("IDFIELDS_PURE_PYTHON", "").strip() in {"1", "true", "yes"}:
+    if _pure_forced():
         return None
     try:
         from idfields import _speedups
@@ -101,3 +108,40 @@ else:
     CounterCore, TimeCore = _compiled() or (PureCounterCore, PureTimeCore)
 
 COMPILED = TimeCore is not PureTimeCore
+
+
+class CoreStatus(NamedTuple):
+    """Which hot path this process runs, and why: for ``idfields --version`` and Django's
+    check ``idfields.I001``, since the pure-Python one is several times slower per ID."""
+
+    compiled: bool
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{'compiled' if self.compiled else 'pure-Python'} core: {self.reason}"
+
+
+def core_status() -> CoreStatus:
+    """The hot path the generators made in this process use, with the reason it was chosen."""
+    if COMPILED:
+        return CoreStatus(True, "idfields._speedups (C) is built and loaded")
+    if _pure_forced():
+        return CoreStatus(False, "IDFIELDS_PURE_PYTHON is set in the environment")
+    if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return CoreStatus(
+            False, f"the C core is built for GIL CPython only, this is {_interpreter()}"
+        )
+    if importlib.util.find_spec("idfields._speedups") is None:
+        return CoreStatus(
+            False,
+            "idfields._speedups was not built at install (no C compiler or Python headers); "
+            "install gcc and the python3-dev headers, then reinstall idfields from source",
+        )
+    return CoreStatus(
+        False, "idfields._speedups is older than this idfields; reinstall idfields to rebuild it"
+    )
+
+
+def _interpreter() -> str:
+    threaded = " (free-threaded)" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
+    return f"{sys.implementation.name}{threaded}"

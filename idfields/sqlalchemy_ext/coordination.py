@@ -33,15 +33,12 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from idfields.coordination import Result
+from idfields.coordination.database import missing_table
 from idfields.errors import TablesMissing
 
 _PLACEHOLDER = re.compile("%%|%s")
 # "no such table: x" (SQLite), 'relation "x" does not exist' (PostgreSQL), "Table 'd.x' doesn't
 # exist" (MariaDB): the idfields tables were never created in this database.
-_MISSING_TABLE = re.compile(
-    r"no such table: (idfields_\w+)|relation \"(idfields_\w+)\" does not exist"
-    r"|Table '(?:[^'.]*\.)?(idfields_\w+)' doesn't exist"
-)
 _VENDORS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
 _SYNC_DRIVERS = {
     "asyncpg": "psycopg",
@@ -140,10 +137,9 @@ def _run(connection: Connection, statement: TextClause, params: dict[str, object
     try:
         result = connection.execute(statement, params)
     except DBAPIError as error:
-        missing = _MISSING_TABLE.search(str(error.orig))
-        if missing is None:
+        table = missing_table(error.orig or error)
+        if table is None:
             raise
-        table = next(name for name in missing.groups() if name)
         url = connection.engine.url.render_as_string(hide_password=True)
         raise TablesMissing(
             f"table {table} does not exist in {url}: create the idfields tables with "

@@ -1,0 +1,110 @@
+"""A Django project one step off the documented path gets one message that names the fix.
+
+Each case is a small project run in a subprocess, as a user's would be, on SQLite, PostgreSQL
+and MariaDB: ``idfields.django_app`` left out of ``INSTALLED_APPS`` (``check`` says so through
+the field's own check, which runs for every model even when the app is not installed; and the
+first ``create()`` says so if checks were skipped), and the idfields app left unmigrated
+(``migrate shop`` alone: the first ``create()`` names ``migrate idfields``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from databases import DbUrl
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+MODELS = """\
+from django.db import models
+
+
+class Order(models.Model):
+    note = models.CharField(max_length=100)
+"""
+CREATE = "from shop.models import Order; print(Order.objects.create(note='a').pk)"
+
+
+def make_project(path: Path, database: dict[str, object], apps: list[str]) -> None:
+    (path / "shop" / "migrations").mkdir(parents=True)
+    (path / "shop" / "__init__.py").write_text("")
+    (path / "shop" / "migrations" / "__init__.py").write_text("")
+    (path / "shop" / "models.py").write_text(MODELS)
+    (path / "settings.py").write_text(
+        "import pymysql\npymysql.install_as_MySQLdb()\n"
+        "SECRET_KEY = 'x'\nUSE_TZ = True\n"
+        f"INSTALLED_APPS = {apps!r}\n"
+        "DEFAULT_AUTO_FIELD = 'idfields.django_app.fields.SnowflakeAutoField'\n"
+        f"DATABASES = {{'default': {database!r}}}\n"
+    )
+    (path / "manage.py").write_text(
+        "import sys\nfrom django.core.management import execute_from_command_line\n"
+        "execute_from_command_line(sys.argv)\n"
+    )
+
+
+def manage(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("IDFIELDS_", "DJANGO_"))}
+    env.update(DJANGO_SETTINGS_MODULE="settings", PYTHONPATH=f"{path}{os.pathsep}{ROOT}")
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mysql"])
+def database(
+    request: pytest.FixtureRequest, tmp_path: Path, fresh_database: Callable[[str], str]
+) -> dict[str, object]:
+    if request.param == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db.sqlite3")}
+    return DbUrl.parse(fresh_database(request.param)).django_databases()["default"]
+
+
+def test_a_project_without_the_idfields_app_is_told_to_add_it(
+    tmp_path: Path, database: dict[str, object]
+) -> None:
+    make_project(tmp_path, database, ["shop"])
+    check = manage(tmp_path, "check")
+    assert check.returncode != 0, check.stdout
+    assert "idfields.E032" in check.stderr and "INSTALLED_APPS" in check.stderr, check.stderr
+    assert "'idfields.django_app'" in check.stderr
+    made = manage(tmp_path, "makemigrations", "shop", "--skip-checks")
+    assert made.returncode == 0, made.stderr
+    migrated = manage(tmp_path, "migrate", "--skip-checks")
+    assert migrated.returncode == 0, migrated.stderr
+    first = manage(tmp_path, "shell", "-c", CREATE)
+    assert first.returncode != 0
+    last = first.stderr.strip().splitlines()[-1]
+    assert last.startswith("idfields.errors.TablesMissing: table idfields_"), first.stderr
+    assert "add 'idfields.django_app' to INSTALLED_APPS" in last, last
+    assert "manage.py migrate idfields" in last, last
+
+
+def test_an_unmigrated_idfields_app_is_told_to_migrate_it(
+    tmp_path: Path, database: dict[str, object]
+) -> None:
+    make_project(tmp_path, database, ["idfields.django_app", "shop"])
+    assert manage(tmp_path, "check").returncode == 0
+    for step in (("makemigrations", "shop"), ("migrate", "shop")):
+        done = manage(tmp_path, *step)
+        assert done.returncode == 0, done.stderr
+    first = manage(tmp_path, "shell", "-c", CREATE)
+    assert first.returncode != 0
+    last = first.stderr.strip().splitlines()[-1]
+    assert last.startswith("idfields.errors.TablesMissing: table idfields_"), first.stderr
+    assert "run 'python manage.py migrate idfields'" in last, last
+    assert "INSTALLED_APPS" not in last, last
+    assert manage(tmp_path, "migrate", "idfields").returncode == 0
+    again = manage(tmp_path, "shell", "-c", CREATE)
+    assert again.returncode == 0 and int(again.stdout.split()[-1]) > 2**40, again.stderr
