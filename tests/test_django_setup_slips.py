@@ -4,7 +4,8 @@ Each case is a small project run in a subprocess, as a user's would be, on SQLit
 and MariaDB: ``idfields.django_app`` left out of ``INSTALLED_APPS`` (``check`` says so through
 the field's own check, which runs for every model even when the app is not installed; and the
 first ``create()`` says so if checks were skipped), and the idfields app left unmigrated
-(``migrate shop`` alone: the first ``create()`` names ``migrate idfields``).
+(``migrate shop`` alone: the first ``create()`` names ``migrate idfields``), and a DecimalId
+project with no launch recorded (``check --database`` names ``idfields_launch``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ class Order(models.Model):
 CREATE = "from shop.models import Order; print(Order.objects.create(note='a').pk)"
 
 
-def make_project(path: Path, database: dict[str, object], apps: list[str]) -> None:
+def make_project(
+    path: Path, database: dict[str, object], apps: list[str], key: str = "SnowflakeAutoField"
+) -> None:
     (path / "shop" / "migrations").mkdir(parents=True)
     (path / "shop" / "__init__.py").write_text("")
     (path / "shop" / "migrations" / "__init__.py").write_text("")
@@ -40,7 +43,7 @@ def make_project(path: Path, database: dict[str, object], apps: list[str]) -> No
         "import pymysql\npymysql.install_as_MySQLdb()\n"
         "SECRET_KEY = 'x'\nUSE_TZ = True\n"
         f"INSTALLED_APPS = {apps!r}\n"
-        "DEFAULT_AUTO_FIELD = 'idfields.django_app.fields.SnowflakeAutoField'\n"
+        f"DEFAULT_AUTO_FIELD = 'idfields.django_app.fields.{key}'\n"
         f"DATABASES = {{'default': {database!r}}}\n"
     )
     (path / "manage.py").write_text(
@@ -108,3 +111,20 @@ def test_an_unmigrated_idfields_app_is_told_to_migrate_it(
     assert manage(tmp_path, "migrate", "idfields").returncode == 0
     again = manage(tmp_path, "shell", "-c", CREATE)
     assert again.returncode == 0 and int(again.stdout.split()[-1]) > 2**40, again.stderr
+
+
+def test_a_decimalid_project_without_a_launch_fails_check(
+    tmp_path: Path, database: dict[str, object]
+) -> None:
+    make_project(tmp_path, database, ["idfields.django_app", "shop"], "DecimalIdAutoField")
+    for step in (("makemigrations", "shop"), ("migrate",)):
+        done = manage(tmp_path, *step)
+        assert done.returncode == 0, done.stderr
+    check = manage(tmp_path, "check", "--database", "default")
+    assert check.returncode != 0, check.stdout
+    assert "idfields.E040" in check.stderr and "idfields_launch" in check.stderr, check.stderr
+    assert manage(tmp_path, "idfields_launch", "--label", "v1").returncode == 0
+    again = manage(tmp_path, "check", "--database", "default")
+    assert again.returncode == 0, again.stderr
+    made = manage(tmp_path, "shell", "-c", CREATE)
+    assert made.returncode == 0 and int(made.stdout.split()[-1]) > 0, made.stderr

@@ -24,9 +24,14 @@ Models (third-party apps included):
   column of a multi-column ``ForeignObject`` that holds our IDs (cleared, like E020, once the
   database column is bigint).
 
-Field checks (``idfields.E030``, ``E031``) live on the fields themselves; the public-ID key
-checks (``idfields.E009`` a weak, short or clashing key, ``E010`` no key for a model with
-``PublicId``) in :mod:`idfields.django_app.public`.
+Database (``manage.py check --database default``):
+
+- ``idfields.E040`` a DecimalId layout is in use and no launch is recorded (``idfields_launch``);
+- ``idfields.W020`` the current launch has used more than half its generator ids.
+
+Field checks (``idfields.E030``, ``E031``, ``E032``, ``E035``) live on the fields themselves; the
+public-ID key checks (``idfields.E009`` a weak, short or clashing key, ``E010`` no key for a
+model with ``PublicId``) in :mod:`idfields.django_app.public`.
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_setting
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.sources import coordination_database
 from idfields.django_app.widening import is_widened
-from idfields.errors import IdFieldsError
+from idfields.errors import IdFieldsError, NodeNotConfigured
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
 
@@ -373,7 +378,8 @@ def check_launch_room(
     databases: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[Any]:
-    """DecimalId: warn once the current launch has used more than half its generator ids.
+    """DecimalId: an error while no launch is recorded (the first ID would fail), a warning once
+    the current launch has used more than half its generator ids.
 
     Every process, and every database backend calling ``next_decimal()``, takes a generator id
     of the launch for good (a counter cannot be fenced by time), so connection churn uses them up.
@@ -388,8 +394,12 @@ def check_launch_room(
             continue
         try:
             room = launch_room(coordination_database(), layout)
+        except NodeNotConfigured as error:  # no launch recorded: the first ID would fail
+            if settings.node_source == "lease":
+                messages.append(Error(str(error), obj=_SETTING, id="idfields.E040"))
+            continue
         except (IdFieldsError, DatabaseError):
-            continue  # no launch yet, or no tables: other checks and migrate say so
+            continue  # no tables yet: migrate makes them, and the first ID names the fix
         if room.generators_used * 2 > room.generators_total:
             messages.append(
                 Warning(
