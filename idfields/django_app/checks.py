@@ -13,7 +13,8 @@ Settings:
   (``LEASE_TTL: "60"``, ``JS_SAFE: "no"``); the value is ignored until fixed;
 - ``idfields.W001`` NODE_SOURCE "env" and this process has no node variable;
 - ``idfields.W002`` a layout in use runs out within 10 years;
-- ``idfields.W003`` JS_SAFE is set but a layout in use makes IDs above 2**53-1.
+- ``idfields.W003`` JS_SAFE is set but a layout in use makes IDs above 2**53-1;
+- ``idfields.I001`` the generators run the pure-Python core (and why), not the compiled one.
 
 Models (third-party apps included):
 
@@ -44,7 +45,7 @@ from typing import Any
 
 from django.apps import AppConfig, apps
 from django.conf import settings as django_settings
-from django.core.checks import CheckMessage, Error, Tags, Warning, register
+from django.core.checks import CheckMessage, Error, Info, Tags, Warning, register
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
 from django.db.migrations.loader import MigrationLoader
 from django.db.models import BigIntegerField, Model
@@ -55,6 +56,7 @@ from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.sources import coordination_database
 from idfields.django_app.widening import is_widened
 from idfields.errors import IdFieldsError, NodeNotConfigured
+from idfields.generators.hotpath import core_status
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
 
@@ -88,6 +90,16 @@ def check_settings(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
     for layout in layouts:
         messages += _layout_messages(settings, layout)
     return messages
+
+
+@register(Tags.compatibility)
+def check_core(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
+    """Say when the generators run the pure-Python core, and why: it is several times slower
+    per ID, and nothing else shows it (``idfields --version`` prints the same line)."""
+    status = core_status()
+    if status.compiled:
+        return []
+    return [Info(str(status), obj=_SETTING, id="idfields.I001")]
 
 
 @register(Tags.models, Tags.database)
