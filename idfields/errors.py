@@ -43,6 +43,11 @@ class TablesMissing(NodeError):
     """The idfields tables (node leases, launches, counters) are not in the database."""
 
 
+class MissingPrivilege(IdFieldsError, PermissionError):
+    """The migrating role may not do what installing idfields needs; the message names the grant
+    (or the setting that makes it unnecessary)."""
+
+
 class IdFieldsWarning(UserWarning):
     """Base class of every idfields warning."""
 

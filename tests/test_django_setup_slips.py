@@ -5,19 +5,25 @@ and MariaDB: ``idfields.django_app`` left out of ``INSTALLED_APPS`` (``check`` s
 the field's own check, which runs for every model even when the app is not installed; and the
 first ``create()`` says so if checks were skipped), and the idfields app left unmigrated
 (``migrate shop`` alone: the first ``create()`` names ``migrate idfields``), and a DecimalId
-project with no launch recorded (``check --database`` names ``idfields_launch``).
+project with no launch recorded (``check --database`` names ``idfields_launch``). On PostgreSQL,
+a migrating role without CREATE ON DATABASE is told the grant (installing the database functions
+runs CREATE SCHEMA idfields), or to set ``IDFIELDS["DATABASE_FUNCTIONS"] = False``, with which
+the same role migrates and the project makes its IDs in Python.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from databases import DbUrl
+from psycopg import sql as pgsql
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
@@ -128,3 +134,57 @@ def test_a_decimalid_project_without_a_launch_fails_check(
     assert again.returncode == 0, again.stderr
     made = manage(tmp_path, "shell", "-c", CREATE)
     assert made.returncode == 0 and int(made.stdout.split()[-1]) > 0, made.stderr
+
+
+@pytest.fixture
+def migrator(fresh_database: Callable[[str], str]) -> Iterator[tuple[dict[str, object], DbUrl]]:
+    """Django's DATABASES entry for a login role that may create tables in schema public of a
+    new database but holds no CREATE ON DATABASE (so no CREATE SCHEMA): a managed database's
+    usual migration role."""
+    url = DbUrl.parse(fresh_database("postgresql"))
+    role = f"idfields_migrator_{secrets.token_hex(3)}"
+    with psycopg.connect(**url.psycopg_kwargs(), autocommit=True) as admin:
+        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+        admin.execute(
+            pgsql.SQL("GRANT CREATE, USAGE ON SCHEMA public TO {}").format(pgsql.Identifier(role))
+        )
+        database = url.django_databases()["default"]
+        yield {**database, "USER": role, "PASSWORD": ""}, url
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role]
+        )
+        admin.execute(pgsql.SQL("DROP OWNED BY {}").format(pgsql.Identifier(role)))
+        admin.execute(pgsql.SQL("DROP ROLE {}").format(pgsql.Identifier(role)))
+
+
+@pytest.mark.postgres
+def test_a_role_without_create_on_database_is_told_the_grant(
+    tmp_path: Path, migrator: tuple[dict[str, object], DbUrl]
+) -> None:
+    database, _ = migrator
+    make_project(tmp_path, database, ["idfields.django_app", "shop"])
+    migrated = manage(tmp_path, "migrate")
+    assert migrated.returncode != 0
+    last = migrated.stderr.strip().splitlines()[-1]
+    assert last.startswith("idfields.errors.MissingPrivilege: "), migrated.stderr
+    assert "CREATE SCHEMA idfields needs CREATE ON DATABASE" in last, last
+    assert f"GRANT CREATE ON DATABASE {database['NAME']} TO {database['USER']}" in last, last
+    assert "IDFIELDS['DATABASE_FUNCTIONS'] = False" in last, last
+
+
+@pytest.mark.postgres
+def test_python_only_ids_need_no_create_on_database(
+    tmp_path: Path, migrator: tuple[dict[str, object], DbUrl]
+) -> None:
+    database, url = migrator
+    make_project(tmp_path, database, ["idfields.django_app", "shop"])
+    with (tmp_path / "settings.py").open("a") as settings:
+        settings.write("IDFIELDS = {'DATABASE_FUNCTIONS': False}\n")
+    for step in (("check",), ("makemigrations", "shop"), ("migrate",)):
+        done = manage(tmp_path, *step)
+        assert done.returncode == 0, done.stderr
+    made = manage(tmp_path, "shell", "-c", CREATE)
+    assert made.returncode == 0 and int(made.stdout.split()[-1]) > 2**40, made.stderr
+    with psycopg.connect(**url.psycopg_kwargs()) as conn:
+        schemas = conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = 'idfields'").fetchall()
+    assert schemas == []

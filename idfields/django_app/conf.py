@@ -16,6 +16,8 @@ Every key is optional::
                                       # "proj.ids.redis_client" returning a RedisIdClient
         "PERMUTATION_KEY": None,      # public IDs: a random key (hex/base64), or a list of
                                       # them newest first (rotation); see idfields.codecs.keys
+        "DATABASE_FUNCTIONS": True,   # migrations install idfields.next_*() in PostgreSQL;
+                                      # False: IDs made in Python only, no CREATE SCHEMA
     }
 
 Read through :func:`get_settings`, whose value the ``setting_changed`` signal rebuilds in the
@@ -58,6 +60,7 @@ class IdFieldsSettings:
     layouts: dict[str, Any] = field(default_factory=dict)
     generators: dict[str, Any] = field(default_factory=dict)
     permutation_key: str | bytes | Sequence[str | bytes] | None = field(default=None, repr=False)
+    database_functions: bool = True
     unknown_keys: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()  # values refused (and replaced by defaults), each with a fix
 
@@ -104,6 +107,7 @@ _KEYS = {
     "LAYOUTS": "layouts",
     "GENERATORS": "generators",
     "PERMUTATION_KEY": "permutation_key",
+    "DATABASE_FUNCTIONS": "database_functions",
 }
 
 
@@ -154,6 +158,7 @@ _VALID: dict[str, Callable[[Any], str | None]] = {
         or (isinstance(value, list | tuple) and all(isinstance(k, str | bytes) for k in value))
         else "give a key string (hex or base64), or a list of them newest first"
     ),
+    "database_functions": _kind((bool,), "True or False"),
 }
 _SETTING_OF = {attribute: key for key, attribute in _KEYS.items()}
 _SECRET = frozenset({"permutation_key"})  # never quoted back, even when of the wrong type

@@ -306,6 +306,16 @@ class KSortedFieldMixin:
                     id="idfields.E035",
                 )
             ]
+        if not get_settings().database_functions:
+            return [
+                checks.Error(
+                    "generation='db' fills the key with idfields.next_*(), but "
+                    "IDFIELDS['DATABASE_FUNCTIONS'] is False: migrations install no such function",
+                    hint="Use generation='app', or drop DATABASE_FUNCTIONS (default True).",
+                    obj=self,
+                    id="idfields.E036",
+                )
+            ]
         return [
             checks.Error(
                 f"generation='db' needs PostgreSQL (idfields.next_* functions), but database "

@@ -3,17 +3,24 @@
 
 Each operation names an SQL version or stores the layout's definition, so a migration replays
 the same way; the version the database records tells an install what it replaces. PostgreSQL
-only: on other vendors, or where the router says no, they do nothing.
+only: on other vendors, where the router says no, or with ``IDFIELDS["DATABASE_FUNCTIONS"] =
+False`` (a project that makes its IDs in Python only, whose migrating role may not create a
+schema), they do nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
+from django.db import DatabaseError
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import ProjectState
+from django.db.models import Model
 
 from idfields import sql
+from idfields.errors import MissingPrivilege
 from idfields.migrations.django.base import IdFieldsOperation, execute
 from idfields.sql.layouts import (
     LayoutLike,
@@ -24,7 +31,26 @@ from idfields.sql.layouts import (
 )
 
 
-class _ScriptOperation(IdFieldsOperation):
+def functions_wanted() -> bool:
+    """``IDFIELDS["DATABASE_FUNCTIONS"]``, True unless set to False. Read from Django's settings
+    directly: the migration operations sit beside ``idfields.django_app``, not on it."""
+    raw = getattr(settings, "IDFIELDS", None)
+    return not isinstance(raw, Mapping) or raw.get("DATABASE_FUNCTIONS", True) is not False
+
+
+class _FunctionOperation(IdFieldsOperation):
+    """Acts where the vendor, the router and ``IDFIELDS["DATABASE_FUNCTIONS"]`` allow it."""
+
+    def allowed(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        model: type[Model] | None = None,
+    ) -> bool:
+        return functions_wanted() and super().allowed(app_label, schema_editor, model)
+
+
+class _ScriptOperation(_FunctionOperation):
     """One SQL script each way, run where the vendor and the router allow it."""
 
     def forwards_sql(self) -> str:
@@ -46,7 +72,7 @@ class _ScriptOperation(IdFieldsOperation):
             execute(schema_editor, self.backwards_sql())
 
 
-class InstallIdFunctions(IdFieldsOperation):
+class InstallIdFunctions(_FunctionOperation):
     """Install SQL version ``version``, replacing the version the database records (an upgrade
     in place); the reverse goes back to the version before ``version`` that this package has,
     or drops the functions when there is none. A database holding a version this package does
@@ -71,8 +97,14 @@ class InstallIdFunctions(IdFieldsOperation):
     def forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
-        if self.allowed(app_label, schema_editor):
+        if not self.allowed(app_label, schema_editor):
+            return
+        try:
             self._install(self.version, schema_editor)
+        except DatabaseError as error:
+            if _sqlstate(error) != "42501":  # insufficient_privilege
+                raise
+            raise MissingPrivilege(_privilege_message(schema_editor, error)) from error
 
     def backwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
@@ -145,3 +177,23 @@ class InstallLayoutFunctions(_ScriptOperation):
     @property
     def migration_name_fragment(self) -> str:
         return f"idfields_layout_{self.layout.name}"
+
+
+def _sqlstate(error: DatabaseError) -> str | None:
+    cause = error.__cause__
+    code = getattr(cause, "sqlstate", None) or getattr(cause, "pgcode", None)  # psycopg 3, 2
+    return code if isinstance(code, str) else None
+
+
+def _privilege_message(schema_editor: BaseDatabaseSchemaEditor, error: DatabaseError) -> str:
+    database = schema_editor.connection.settings_dict
+    role, name = database.get("USER") or "<the migrating role>", database.get("NAME")
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (
+        f"installing the idfields database functions failed ({first}): they live in schema "
+        f"idfields, and CREATE SCHEMA idfields needs CREATE ON DATABASE. Either, as the "
+        f"database owner or a superuser, GRANT CREATE ON DATABASE {name} TO {role}, and "
+        "migrate again; or, if this project makes its IDs in Python only (no "
+        "generation='db' field, no idfields.next_*() in SQL), set "
+        "IDFIELDS['DATABASE_FUNCTIONS'] = False so migrations install no database functions"
+    )
