@@ -49,6 +49,10 @@ class Backend:
     def __init__(self, conn: Any) -> None:
         self.conn = conn
 
+    def product(self) -> str:
+        """The database by its own name and version, for the report's title."""
+        return f"SQLite {self.execute('SELECT sqlite_version()')[0][0]}"
+
     # -- DDL ---------------------------------------------------------------------------------
 
     def key_sql(self, strategy: Strategy) -> str:
@@ -246,6 +250,11 @@ class PostgresBackend(Backend):
         finally:
             super().close()
 
+    def product(self) -> str:
+        version = str(self.execute("SHOW server_version")[0][0]).split()[0]
+        self.commit()
+        return f"PostgreSQL {version}"
+
     def table_options(self, strategy: Strategy) -> str:
         return ""
 
@@ -317,6 +326,12 @@ class MysqlBackend(Backend):
     mark = "%s"
     paths = ("single", "batch")
 
+    def product(self) -> str:
+        version = str(self.execute("SELECT VERSION()")[0][0])
+        self.commit()
+        name = "MariaDB" if "mariadb" in version.lower() else "MySQL"
+        return f"{name} {version.split('-')[0]}"
+
     def table_options(self, strategy: Strategy) -> str:
         return ""
 
@@ -330,18 +345,19 @@ class MysqlBackend(Backend):
 
     def metrics(self, table: str, strategy: Strategy) -> dict[str, Any]:
         self.execute(f"ANALYZE TABLE {table}")
-        data, free = self.execute(
-            "SELECT data_length, data_free FROM information_schema.TABLES "
+        (data,) = self.execute(
+            "SELECT data_length FROM information_schema.TABLES "
             "WHERE table_schema = DATABASE() AND table_name = %s",
             [table],
         )[0]
         ids = [row[0] for row in self.execute(f"SELECT id FROM {table} ORDER BY seq")]  # noqa: S608
         self.commit()
-        # InnoDB clusters rows in the primary key: the table is the PK index.
+        # InnoDB clusters rows in the primary key: the table is the PK index (data_length), for
+        # every strategy alike; data_free is the tablespace's unused room, not this table.
         return {
             "pk_index_bytes": int(data),
             "leaf_density": None,
-            "table_bytes": int(data) + int(free),
+            "table_bytes": int(data),
             "wal_bytes": None,
             "correlation": rank_correlation(ids),
         }

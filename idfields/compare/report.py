@@ -3,7 +3,8 @@
 Each (strategy, path) is timed ``repeat`` times, interleaved with the others, so a moment of
 noise hits every strategy alike. A rate is shown as its median and its spread (the lowest to
 the highest run, relative to the median); a ratio to the baseline whose ranges overlap the
-baseline's is marked a tie: the runs cannot tell the two apart.
+baseline's is marked a tie: each median lies within the other's runs, so the runs cannot tell
+the two apart.
 """
 
 from __future__ import annotations
@@ -23,16 +24,31 @@ METRICS = (
     ("range_query_s", "recent rows query", "s"),
 )
 
-# What each chart panel measures, printed under it (and in the README).
+# How the "recent rows" query found them, per strategy.
+RANGE, SCAN = "id range", "scan"
+# The insert paths, as the chart and the table name them.
+PATHS = {
+    "single": "single-row",
+    "batch": "batch",
+    "copy": "COPY",
+    "insert_select": "INSERT ... SELECT",
+}
+
+# What each chart panel measures, printed under it (and in the docs).
 CAPTIONS = {
-    "speed": "rows/s of batched INSERTs (executemany, 1,000 a batch) over the baseline's; bar: "
-    "median of the runs, whisker: slowest to fastest run; 'tie': within the baseline's spread",
-    "index": "bytes of the primary key's b-tree after the batch insert; on SQLite and MariaDB "
+    "speed": "rows/s of each insert path over the baseline's on the same path (single-row "
+    "INSERTs, executemany in batches of 1,000, and on PostgreSQL COPY and INSERT ... SELECT); "
+    "bar: median of the runs, whisker: slowest to fastest batch run; 'tie': each median lies "
+    "within the other's runs",
+    "index": "KiB of the primary key's b-tree after the batch insert; on SQLite and MariaDB "
     "every table is clustered on its key, so this is the whole table for every strategy",
     "order": "how closely key order follows insert order (1: appends at the right edge of the "
     "index, 0: lands anywhere, as UUIDv4 does)",
-    "recent": "the newest tenth of the rows: an id range for time-ordered keys, a scan of "
-    "created_us for the others (which would need a second index on it)",
+    "recent": f"the newest tenth of the rows: '{RANGE}' where the key is time-ordered (a range "
+    f"of the primary key), '{SCAN}' of created_us for the others (which would need a second "
+    "index on it)",
+    "wal": "KiB of write-ahead log the batch insert wrote (PostgreSQL only; cluster-wide, so "
+    "other sessions' writes count too)",
 }
 
 
@@ -51,8 +67,13 @@ class Rate:
         """(fastest - slowest) / median: 0.1 means the runs lay within 10% of each other."""
         return (max(self.runs) - min(self.runs)) / self.median
 
-    def overlaps(self, other: Rate) -> bool:
-        return min(self.runs) <= max(other.runs) and min(other.runs) <= max(self.runs)
+    def covers(self, value: float) -> bool:
+        return min(self.runs) <= value <= max(self.runs)
+
+    def ties(self, other: Rate) -> bool:
+        """Each median lies within the other's runs: overlapping ranges alone would call a
+        0.45x rate a tie whenever one run of either strayed far enough."""
+        return self.covers(other.median) and other.covers(self.median)
 
 
 @dataclass
@@ -64,6 +85,7 @@ class Report:
     strategies: list[str]
     labels: dict[str, str]
     repeat: int = 1
+    product: str = ""  # the database by its own name and version ("MariaDB 10.11.6")
     runs: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -92,15 +114,16 @@ class Report:
         return min(mine.runs) / base.median, max(mine.runs) / base.median
 
     def tie(self, strategy: str, path: str) -> bool:
-        """Whether the runs of ``strategy`` and the baseline overlap (not for the baseline)."""
+        """Whether the runs cannot tell ``strategy`` from the baseline (never the baseline)."""
         base, mine = self.rate(self.baseline, path), self.rate(strategy, path)
         if strategy == self.baseline or base is None or mine is None:
             return False
-        return mine.overlaps(base)
+        return mine.ties(base)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "database": self.database,
+            "product": self.product or self.database,
             "rows": self.rows,
             "repeat": self.repeat,
             "baseline": self.baseline,
@@ -115,7 +138,7 @@ class Report:
                     },
                     "metrics": {
                         key: self.metrics.get(name, {}).get(key)
-                        for key in [m[0] for m in METRICS] + ["range_query_rows"]
+                        for key in [m[0] for m in METRICS] + ["range_query_rows", "range_query_by"]
                     },
                 }
                 for name in self.strategies
@@ -154,7 +177,8 @@ class Report:
 
 def _title(document: dict[str, Any]) -> str:
     return (
-        f"idfields compare: {document['rows']:,} rows on {document['database']}, "
+        f"idfields compare: {document['rows']:,} rows on "
+        f"{document.get('product') or document['database']}, "
         f"median of {document['repeat']} interleaved runs"
     )
 
@@ -162,7 +186,7 @@ def _title(document: dict[str, Any]) -> str:
 def _notes(document: dict[str, Any]) -> list[str]:
     return [
         "rows/s: median of the runs ± half their slowest-to-fastest range; (x) is the ratio to "
-        "the baseline's median, 'tie' where the two strategies' runs overlap",
+        "the baseline's median, 'tie' where each median lies within the other's runs",
         *document["notes"],
     ]
 
@@ -171,14 +195,21 @@ def table_cells(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Header and rows of the table ("n/a" where the database cannot tell) from ``to_dict()``."""
     entries = document["strategies"]
     paths = list(dict.fromkeys(path for entry in entries for path in entry["inserts"]))
-    header = ["strategy", *(f"{p} rows/s (x)" for p in paths), *(m[1] for m in METRICS)]
+    header = [
+        "strategy",
+        *(f"{PATHS.get(p, p)} rows/s (x)" for p in paths),
+        *(m[1] for m in METRICS),
+    ]
     body = []
     for entry in entries:
         row = [entry["label"]]
         for path in paths:
             insert = entry["inserts"].get(path)
             row.append("-" if insert is None else _show_rate(insert))
-        row += [_show(entry["metrics"].get(key), unit) for key, _, unit in METRICS]
+        metrics = entry["metrics"]
+        row += [_show(metrics.get(key), unit) for key, _, unit in METRICS]
+        if metrics.get("range_query_by") and row[-1] != "n/a":
+            row[-1] += f" ({metrics['range_query_by']})"
         body.append(row)
     return header, body
 
@@ -208,7 +239,12 @@ def _show(value: Any, unit: str) -> str:
         return f"{value / 1024:,.0f} KiB"
     if unit == "s":
         return f"{value * 1000:.2f} ms"
-    return f"{value:.3f}"
+    return f"{_unsigned_zero(value, 3):.3f}"
+
+
+def _unsigned_zero(value: float, digits: int) -> float:
+    """``value`` rounded, a negative zero made positive: "-0.000" is a zero that looks signed."""
+    return round(value, digits) + 0.0
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -242,77 +278,144 @@ def write_outputs(report: Report, out_dir: Path) -> tuple[Path, Path]:
     return json_path, png_path
 
 
+@dataclass(frozen=True)
+class Panel:
+    """One chart panel: per series (an insert path, or one measure), a value per strategy."""
+
+    title: str
+    caption: str
+    series: dict[str, list[float | None]]
+    texts: dict[str, list[str]]
+
+
+def panels(report: Report) -> list[Panel]:
+    """What the chart draws, apart from matplotlib: every insert path's speed, the key's size,
+    its order, the recent-rows query (saying which strategies used an ID range) and WAL."""
+    names = report.strategies
+    metric = {key: [report.metrics.get(n, {}).get(key) for n in names] for key, _, _ in METRICS}
+    paths = [p for p in PATHS if any(p in report.runs.get(n, {}) for n in names)]
+    speed = {PATHS[p]: [report.ratio(n, p) for n in names] for p in paths}
+    speed_texts = {
+        PATHS[p]: [
+            _ratio_text(ratio, report.tie(n, p))
+            for n, ratio in zip(names, speed[PATHS[p]], strict=True)
+        ]
+        for p in paths
+    }
+    kib = [None if v is None else v / 1024 for v in metric["pk_index_bytes"]]
+    wal = [None if v is None else v / 1024 for v in metric["wal_bytes"]]
+    order = metric["correlation"]
+    recent = [None if v is None else v * 1000 for v in metric["range_query_s"]]
+    by = [report.metrics.get(n, {}).get("range_query_by") for n in names]
+    return [
+        Panel("insert speed vs baseline (x, higher is better)", "speed", speed, speed_texts),
+        Panel(
+            "primary-key b-tree size (KiB, lower is better)",
+            "index",
+            {"size": kib},
+            {"size": [_number(v, 0) for v in kib]},
+        ),
+        Panel(
+            "key order vs insert order (correlation, 1 = append-only)",
+            "order",
+            {"order": order},
+            {"order": [_number(v, 2) for v in order]},
+        ),
+        Panel(
+            "'recent rows' query (ms, lower is better)",
+            "recent",
+            {"recent": recent},
+            {
+                "recent": [
+                    _number(v, 2) + ("" if v is None or how is None else f" ({how})")
+                    for v, how in zip(recent, by, strict=True)
+                ]
+            },
+        ),
+        Panel(
+            "write-ahead log of the batch insert (KiB, lower is better)",
+            "wal",
+            {"wal": wal},
+            {"wal": [_number(v, 0) for v in wal]},
+        ),
+    ]
+
+
+def _ratio_text(ratio: float | None, tie: bool) -> str:
+    if ratio is None:
+        return "n/a"
+    return f"{ratio:.2f}x" + (" tie" if tie else "")
+
+
+def _number(value: float | None, digits: int) -> str:
+    if value is None:
+        return "n/a"
+    return f"{_unsigned_zero(value, digits):,.{digits}f}"
+
+
+def chart_title(report: Report) -> str:
+    """The chart's title: the run on one line, the baseline's colour on the next (labels carry
+    parentheses of their own, so none are added around them)."""
+    return f"{_title(report.to_dict())}\ngrey bars: {report.labels[report.baseline]}"
+
+
 def _chart(report: Report, path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = report.strategies
-    labels = [report.labels[name] for name in names]
-    colors = ["#888888" if n == report.baseline else "#1f77b4" for n in names]
-    metric = {key: [report.metrics.get(n, {}).get(key) for n in names] for key, _, _ in METRICS}
-    panels: list[tuple[str, str, list[float | None]]] = [
-        (
-            "batch insert speed vs baseline (x, higher is better)",
-            "speed",
-            [report.ratio(name, "batch") for name in names],
-        ),
-        (
-            "primary-key b-tree size (KiB, lower is better)",
-            "index",
-            [None if v is None else v / 1024 for v in metric["pk_index_bytes"]],
-        ),
-        (
-            "key order vs insert order (correlation, 1 = append-only)",
-            "order",
-            metric["correlation"],
-        ),
-        (
-            "'recent rows' query (ms, lower is better)",
-            "recent",
-            [None if v is None else v * 1000 for v in metric["range_query_s"]],
-        ),
-    ]
-    figure, axes = plt.subplots(2, 2, figsize=(14, 9), constrained_layout=True)
-    for axis, (title, caption, values) in zip(axes.flat, panels, strict=True):
-        shown = [0.0 if v is None else float(v) for v in values]
-        bars = axis.barh(labels, shown, color=colors)
-        axis.invert_yaxis()
-        axis.set_title(title, fontsize=11)
-        axis.set_xlabel(_wrap(CAPTIONS[caption]), fontsize=8, loc="left")
-        texts = ["n/a" if v is None else f"{v:,.2f}" for v in values]
-        ends = [bar.get_width() for bar in bars]
-        if caption == "speed":
-            _whiskers(axis, report, bars, texts, ends)
-        for bar, text, end in zip(bars, texts, ends, strict=True):
-            axis.annotate(
-                text,
-                (end, bar.get_y() + bar.get_height() / 2),
-                xytext=(3, 0),
-                textcoords="offset points",
-                va="center",
-                fontsize=9,
-            )
-        axis.margins(x=0.25)
-    figure.suptitle(
-        f"{_title(report.to_dict())} (grey: {report.labels[report.baseline]})", fontsize=13
-    )
+    labels = [report.labels[name] for name in report.strategies]
+    shown = panels(report)
+    figure, axes = plt.subplots(3, 2, figsize=(15, 13), constrained_layout=True)
+    for axis, panel in zip(axes.flat, shown, strict=False):
+        _draw(axis, report, panel, labels)
+    for axis in list(axes.flat)[len(shown) :]:
+        axis.set_axis_off()
+    figure.suptitle(chart_title(report), fontsize=13)
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
-def _whiskers(axis: Any, report: Report, bars: Any, texts: list[str], ends: list[float]) -> None:
-    """Slowest-to-fastest run of each strategy as a line over its bar; ties say so."""
-    for index, (name, bar) in enumerate(zip(report.strategies, bars, strict=True)):
+def _draw(axis: Any, report: Report, panel: Panel, labels: list[str]) -> None:
+    """Horizontal bars, one group per strategy and one bar per series, each with its text."""
+    count = len(panel.series)
+    height = 0.8 / count
+    positions = range(len(labels))
+    for index, (series, values) in enumerate(panel.series.items()):
+        offsets = [p - 0.4 + height * (index + 0.5) for p in positions]
+        shown = [0.0 if v is None else float(v) for v in values]
+        colors = [
+            "#888888" if name == report.baseline else f"C{index}" for name in report.strategies
+        ]
+        bars = axis.barh(offsets, shown, height=height, color=colors, label=series)
+        ends = [bar.get_width() for bar in bars]
+        if panel.caption == "speed" and series == PATHS["batch"]:
+            _whiskers(axis, report, offsets, height, ends)
+        for offset, text, end in zip(offsets, panel.texts[series], ends, strict=True):
+            axis.annotate(
+                text, (end, offset), xytext=(3, 0), textcoords="offset points",
+                va="center", fontsize=8,
+            )  # fmt: skip
+    axis.set_yticks(list(positions), labels)
+    axis.invert_yaxis()
+    axis.set_title(panel.title, fontsize=11)
+    axis.set_xlabel(_wrap(CAPTIONS[panel.caption]), fontsize=8, loc="left")
+    if count > 1:
+        axis.legend(fontsize=8, loc="lower right")
+    axis.margins(x=0.3)
+
+
+def _whiskers(
+    axis: Any, report: Report, offsets: list[float], height: float, ends: list[float]
+) -> None:
+    """Slowest-to-fastest batch run of each strategy as a line over its bar."""
+    for index, (name, middle) in enumerate(zip(report.strategies, offsets, strict=True)):
         span = report.ratio_range(name, "batch")
         if span is None:
             continue
-        middle = bar.get_y() + bar.get_height() / 2
         axis.plot(span, [middle, middle], color="black", linewidth=1.2)
         ends[index] = max(ends[index], span[1])
-        if report.tie(name, "batch"):
-            texts[index] += " (tie)"
 
 
 def _wrap(text: str, width: int = 80) -> str:

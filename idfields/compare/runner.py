@@ -11,7 +11,7 @@ from pathlib import Path
 
 from idfields.compare.backends import Backend, PostgresBackend, connect
 from idfields.compare.ids import Strategy, strategies
-from idfields.compare.report import Report, check_out_dir, write_outputs
+from idfields.compare.report import RANGE, SCAN, Report, check_out_dir, write_outputs
 
 Advance = Callable[[str], None]
 
@@ -62,7 +62,12 @@ def _measure(backend: Backend, rows: int, progress: bool, repeat: int) -> Report
     chosen = strategies(backend.vendor, postgres is not None and postgres.db_side)
     plan = [(strategy, path) for strategy in chosen for path in applicable(backend, strategy)]
     report = Report(
-        backend.vendor, rows, [s.name for s in chosen], {s.name: s.label for s in chosen}, repeat
+        backend.vendor,
+        rows,
+        [s.name for s in chosen],
+        {s.name: s.label for s in chosen},
+        repeat,
+        product=backend.product(),
     )
     if postgres is not None and postgres.db_side_error is not None:
         report.notes.append(
@@ -102,6 +107,7 @@ def _run_one(
         metrics["range_query_s"], metrics["range_query_rows"] = backend.range_query(
             table, strategy, rows - rows // 10
         )
+        metrics["range_query_by"] = RANGE if strategy.time_leading else SCAN
         report.metrics[strategy.name] = metrics
     backend.drop(table)
 
