@@ -1,14 +1,17 @@
-"""The README's code blocks as tests: every Python and shell block runs, as written.
+"""The code blocks of README.md and of every page under docs/ as tests: every Python and shell
+block runs, as written.
 
 HOW A BLOCK RUNS
-    Blocks are grouped by their ``## section``; each section runs in a temporary directory of its
-    own, its blocks in README order, once per database its blocks name (``db=`` below; once with
+    Blocks are grouped by page and ``## section`` (blocks above a page's first ``##`` form its
+    ``(top)`` section); each section runs in a temporary directory of its own, its blocks in page
+    order, once per database its blocks name (``db=`` below; once with
     no database when none does). A ``python`` block runs in a fresh interpreter (cwd: that
     directory; the repository on PYTHONPATH), a ``sh``/``bash``/``shell`` block with
-    ``bash -euo pipefail``. A block that exits non-zero fails the test, naming its README line.
+    ``bash -euo pipefail``. A block that exits non-zero fails the test, naming its page and line.
     Other languages (``sql``, ``text``, ``ini``...) are not run unless a directive says so.
 
-DIRECTIVES: one HTML comment on the line(s) right above the opening fence; invisible on GitHub.
+DIRECTIVES: one HTML comment on the line(s) right above the opening fence; invisible on GitHub
+    and on the docs site.
     <!-- db=all -->                 run once each on sqlite, postgresql and mysql (MariaDB)
     <!-- db=postgresql,mysql -->    the named ones only (sqlite | postgresql | mysql | all)
     <!-- not run: <reason> -->      never run; the reason is required (``make test`` is one)
@@ -53,7 +56,7 @@ class Block:
     """One fenced block and the directives above it."""
 
     section: str
-    line: int  # README line of the opening fence
+    line: int  # page line of the opening fence
     lang: str
     code: str
     dbs: tuple[str, ...] = ()
@@ -62,6 +65,7 @@ class Block:
     file: str | None = None
     append: bool = False
     timeout: float = 120.0
+    page: str = "README.md"
 
     @property
     def runnable(self) -> bool:
@@ -75,7 +79,7 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"README.md:{self.line} ({self.section})"
+        return f"{self.page}:{self.line} ({self.section})"
 
 
 @dataclass
@@ -83,6 +87,7 @@ class Section:
     """The blocks of one ``##`` section, and the databases it runs on."""
 
     title: str
+    page: str = "README.md"
     blocks: list[Block] = field(default_factory=list)
 
     @property
@@ -95,13 +100,13 @@ class Section:
 
 
 class ReadmeError(Exception):
-    """A block failed, or the README's directives are malformed."""
+    """A block failed, or a page's directives are malformed."""
 
 
-def parse(text: str) -> list[Section]:
-    """The sections of a README that hold at least one block to run, write or compare."""
+def parse(text: str, page: str = "README.md") -> list[Section]:
+    """The sections of a page that hold at least one block to run, write or compare."""
     sections: list[Section] = []
-    current = Section("(top)")
+    current = Section("(top)", page)
     comments: list[tuple[int, str]] = []
     lines = text.splitlines()
     index = 0
@@ -109,7 +114,7 @@ def parse(text: str) -> list[Section]:
         line = lines[index]
         if line.startswith("## "):
             sections.append(current)
-            current = Section(line[3:].strip())
+            current = Section(line[3:].strip(), page)
             comments = []
         elif line.strip().startswith("<!--"):
             start = index
@@ -125,7 +130,7 @@ def parse(text: str) -> list[Section]:
                 end += 1
             code = "\n".join(lines[index + 1 : end]) + "\n"
             current.blocks.append(
-                _block(current.title, index + 1, fence[2].lower(), code, comments)
+                _block(page, current.title, index + 1, fence[2].lower(), code, comments)
             )
             comments = []
             index = end
@@ -136,28 +141,30 @@ def parse(text: str) -> list[Section]:
     return [s for s in sections if any(b.runnable or b.output or b.file for b in s.blocks)]
 
 
-def _block(section: str, line: int, lang: str, code: str, comments: list[tuple[int, str]]) -> Block:
+def _block(
+    page: str, section: str, line: int, lang: str, code: str, comments: list[tuple[int, str]]
+) -> Block:
     options: dict[str, object] = {}
     for where, body in comments:
         if body.startswith("not run:"):
             reason = body.removeprefix("not run:").strip()
             if not reason:
-                raise ReadmeError(f"README.md:{where}: 'not run:' needs a reason")
+                raise ReadmeError(f"{page}:{where}: 'not run:' needs a reason")
             options["skip"] = reason
         elif body == "output of the block above":
             options["output"] = True
         else:
-            options.update(_keys(where, body))
-    return Block(section, line, lang, code, **options)  # type: ignore[arg-type]
+            options.update(_keys(f"{page}:{where}", body))
+    return Block(section, line, lang, code, page=page, **options)  # type: ignore[arg-type]
 
 
-def _keys(where: int, body: str) -> dict[str, object]:
+def _keys(where: str, body: str) -> dict[str, object]:
     found: dict[str, object] = {}
     for token in body.split():
         key, _, value = token.partition("=")
         if key not in _KEYS or not value:
             raise ReadmeError(
-                f"README.md:{where}: unknown directive {token!r}; use db=, file=, append=, "
+                f"{where}: unknown directive {token!r}; use db=, file=, append=, "
                 "timeout=, 'not run: <reason>' or 'output of the block above' (see "
                 "tests/readme_blocks.py)"
             )
@@ -165,7 +172,7 @@ def _keys(where: int, body: str) -> dict[str, object]:
             names = DATABASES if value == "all" else tuple(value.split(","))
             unknown = set(names) - set(DATABASES)
             if unknown:
-                raise ReadmeError(f"README.md:{where}: db={value}: unknown {sorted(unknown)}")
+                raise ReadmeError(f"{where}: db={value}: unknown {sorted(unknown)}")
             found["dbs"] = names
         elif key in ("file", "append"):
             found["file"], found["append"] = value, key == "append"
@@ -202,7 +209,7 @@ def run_section(section: Section, db: str | None, workdir: Path, env: Mapping[st
 
 def _execute(block: Block, workdir: Path, env: Mapping[str, str]) -> str:
     if block.lang in PYTHON:
-        # Padded so a traceback's line numbers are the README's own.
+        # Padded so a traceback's line numbers are the page's own.
         script = workdir / f"readme_line_{block.line}.py"
         script.write_text("\n" * block.line + block.code)
         command = [sys.executable, str(script)]
@@ -235,7 +242,7 @@ def _compare(block: Block, actual: str | None) -> None:
     pattern = ".*?".join(re.escape(part) for part in expected.split("..."))
     if re.fullmatch(pattern, _normalise(actual), re.DOTALL) is None:
         raise ReadmeError(
-            f"{block.where}: the block above printed\n{actual}\nbut the README shows\n{block.code}"
+            f"{block.where}: the block above printed\n{actual}\nbut the page shows\n{block.code}"
         )
 
 
@@ -247,8 +254,26 @@ def _tail(text: str, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
+def pages() -> list[Path]:
+    """README.md and every markdown page under docs/, so a new page is run without listing it."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def page_sections(path: Path) -> list[Section]:
+    return parse(path.read_text(encoding="utf-8"), path.relative_to(ROOT).as_posix())
+
+
 def readme_sections(path: Path = ROOT / "README.md") -> list[Section]:
-    return parse(path.read_text(encoding="utf-8"))
+    return page_sections(path)
+
+
+def section(page: str, title: str) -> Section:
+    """The section ``title`` of ``page`` (a path from the repository root), for tests that run
+    one section and then look at what it left."""
+    found = [s for s in page_sections(ROOT / page) if s.title == title]
+    if len(found) != 1:
+        raise ReadmeError(f"{page}: {len(found)} sections titled {title!r}, expected one")
+    return found[0]
 
 
 def runs(sections: list[Section]) -> Iterator[tuple[Section, str | None]]:

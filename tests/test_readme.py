@@ -1,7 +1,8 @@
-"""Every Python and shell block of README.md and docs/ runs as written (tests/readme_blocks.py).
+"""Every Python and shell block of README.md and of docs/**/*.md runs as written (see
+tests/readme_blocks.py).
 
-Each ``## section`` is one test per database its blocks name, in a directory of its own and,
-on PostgreSQL and MariaDB, on an empty database made for it.
+Each ``## section`` of a page is one test per database its blocks name, in a directory of its
+own and, on PostgreSQL and MariaDB, on an empty database made for it.
 """
 
 from __future__ import annotations
@@ -22,19 +23,15 @@ def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
-# The README, then every page of the docs (their ids start with the page's name).
-PAGES = {"": readme_blocks.ROOT / "README.md"} | {
-    f"{page.stem}-": page for page in sorted((readme_blocks.ROOT / "docs").rglob("*.md"))
-}
 RUNS = [
     pytest.param(
         section,
         db,
-        id=f"{prefix}{_slug(section.title)}-{db or 'nodb'}",
+        id=f"{_slug(section.page.removesuffix('.md'))}-{_slug(section.title)}-{db or 'nodb'}",
         marks=MARKS.get(db or "sqlite", []),
     )
-    for prefix, page in PAGES.items()
-    for section, db in readme_blocks.runs(readme_blocks.readme_sections(page))
+    for page in readme_blocks.pages()
+    for section, db in readme_blocks.runs(readme_blocks.page_sections(page))
 ]
 
 

@@ -388,7 +388,7 @@ def _draw(axis: Any, report: Report, panel: Panel, labels: list[str]) -> None:
         colors = [
             "#888888" if name == report.baseline else f"C{index}" for name in report.strategies
         ]
-        bars = axis.barh(offsets, shown, height=height, color=colors, label=series)
+        bars = axis.barh(offsets, shown, height=height, color=colors)
         ends = [bar.get_width() for bar in bars]
         if panel.caption == "speed" and series == PATHS["batch"]:
             _whiskers(axis, report, offsets, height, ends)
@@ -401,8 +401,13 @@ def _draw(axis: Any, report: Report, panel: Panel, labels: list[str]) -> None:
     axis.invert_yaxis()
     axis.set_title(panel.title, fontsize=11)
     axis.set_xlabel(_wrap(CAPTIONS[panel.caption]), fontsize=8, loc="left")
-    if count > 1:
-        axis.legend(fontsize=8, loc="lower right")
+    if count > 1:  # by the series' colour: a legend from the bars would show the baseline's
+        from matplotlib.patches import Patch
+
+        handles = [Patch(color=f"C{i}", label=series) for i, series in enumerate(panel.series)]
+        axis.legend(handles=handles, fontsize=8, loc="lower right")
+    if all(v is None for values in panel.series.values() for v in values):
+        axis.set_xticks([])  # nothing measured here (WAL off PostgreSQL): the texts say n/a
     axis.margins(x=0.3)
 
 
