@@ -3,15 +3,20 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 DEMO_ARGS ?= compare --out compare-out
 
-.PHONY: test demo bench bench-quick bench-readme
+.PHONY: test docs demo bench bench-quick bench-docs
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev docs
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/pytest
 	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py tests/hostile
+
+# The documentation site, strictly (a warning fails it), into site/; `mkdocs serve` to read it.
+# Never --quiet: it hides the warnings from --strict, which then passes a broken link.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
 
 # The demo needs the core and the compare extra only, not the dev toolchain.
 demo: $(VENV)/.installed-demo
@@ -23,9 +28,10 @@ bench: $(VENV)/.installed-bench
 bench-quick: $(VENV)/.installed-bench
 	$(PYTHON) -m benchmarks --quick --out bench-out
 
-# Rewrites README's table (between the bench markers) from bench-out/report.json of `make bench`.
-bench-readme: $(VENV)/.installed-bench
-	$(PYTHON) -m benchmarks.readme --report bench-out/report.json --readme README.md
+# Rewrites the docs' benchmark table (between the bench markers of docs/reference/benchmarks.md)
+# from bench-out/report.json of `make bench`.
+bench-docs: $(VENV)/.installed-bench
+	$(PYTHON) -m benchmarks.docs_page --report bench-out/report.json --page docs/reference/benchmarks.md
 
 $(PYTHON):
 	python3 -m venv $(VENV)

@@ -1,4 +1,4 @@
-"""The benchmark harness: paired rounds, discovery, skip/fail reporting, verdicts, the README
+"""The benchmark harness: paired rounds, discovery, skip/fail reporting, verdicts, the docs'
 table, and ``python -m benchmarks --quick`` end to end.
 
 No timing is asserted (benchmarks are never timed tests): only that the figures exist, ratios
@@ -22,7 +22,7 @@ import pytest
 from benchmarks import Skip
 from benchmarks.__main__ import discover, main, run_module
 from benchmarks.bench_generator import CALL_PURE, TAKE, ours_name
-from benchmarks.readme import END, START, rewrite
+from benchmarks.docs_page import END, START, rewrite
 from benchmarks.rows import Row, check_rows, judge
 from benchmarks.timing import Paired, lead_row, paired, paired_rows
 
@@ -131,7 +131,7 @@ def test_no_measurement_starts_with_the_previous_ones_garbage() -> None:
     assert not any(owed)
 
 
-def test_readme_table_is_rewritten_between_the_markers() -> None:
+def test_docs_table_is_rewritten_between_the_markers() -> None:
     report = {
         "environment": {"generated": "2026-01-01T00:00:00+00:00", "python": "3.11",
                         "cpus": 2, "load_average": 1.5},
@@ -140,8 +140,8 @@ def test_readme_table_is_rewritten_between_the_markers() -> None:
         "rows": [_row("base", 100.0), _row("ours", 150.0, baseline="base", target=1.2,
                                            ratio=1.5, spread=[1.4, 1.6])],
     }  # fmt: skip
-    readme = f"intro\n{START}\nold 208 ns\n{END}\nafter\n"
-    text = rewrite(readme, report)
+    page = f"intro\n{START}\nold 208 ns\n{END}\nafter\n"
+    text = rewrite(page, report)
     assert text.startswith("intro\n") and text.endswith(f"{END}\nafter\n")
     assert "old 208 ns" not in text and "0 of 1 targets met" in text
     assert "1.50x [1.40-1.60]" in text and "MISSED by 25.0%, +50 ns/ID" in text
@@ -215,7 +215,7 @@ def test_quick_generator_run_writes_a_report(
 @pytest.mark.slow
 def test_quick_mode_runs_every_module(tmp_path: Path) -> None:
     """``python -m benchmarks --quick`` end to end: every module ok, or skipped with a reason
-    (a server or a peer missing); none failed, and the README table builds from its report."""
+    (a server or a peer missing); none failed, and the docs' table builds from its report."""
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path)],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
@@ -230,3 +230,11 @@ def test_quick_mode_runs_every_module(tmp_path: Path) -> None:
     assert judged and all(row["met"] in (True, False, None) for row in judged)
     text = rewrite(f"{START}\n{END}\n", report)
     assert "targets met" in text
+
+
+def test_the_benchmarks_page_has_the_markers() -> None:
+    """``make bench-docs`` rewrites docs/reference/benchmarks.md, which must keep its markers."""
+    from benchmarks.docs_page import PAGE
+
+    text = (ROOT / PAGE).read_text(encoding="utf-8")
+    assert text.count(START) == 1 and text.count(END) == 1

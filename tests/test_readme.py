@@ -130,19 +130,35 @@ def test_malformed_directives_are_errors(markdown: str, message: str) -> None:
 
 
 def test_install_table_lists_every_extra_of_pyproject() -> None:
-    """One fact in one place: the README's extras table is the pyproject's extras."""
+    """One fact in one place: the install page's extras table is the pyproject's extras, and
+    every ``idfields[...]`` in the README and the docs names extras that exist."""
     import tomllib
 
     root = readme_blocks.ROOT
     extras = tomllib.loads((root / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    install = (root / "README.md").read_text().split("## Install", 1)[1].split("\n## ", 1)[0]
-    listed = re.findall(r"^\| `([\w-]+)` \|", install, re.MULTILINE)
+    install = (root / "docs" / "how-to" / "install.md").read_text()
+    table = install.split("## Extras", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\| `([\w-]+)` \|", table, re.MULTILINE)
     assert listed == list(extras)
-    readme = (root / "README.md").read_text()
-    named = {e for group in re.findall(r"idfields\[([\w,-]+)\]", readme) for e in group.split(",")}
+    text = "".join(page.read_text() for page in readme_blocks.pages())
+    named = {e for group in re.findall(r"idfields\[([\w,-]+)\]", text) for e in group.split(",")}
     assert named and named <= set(extras), named - set(extras)
+
+
+def test_every_docs_page_is_run(tmp_path: Path) -> None:
+    """A page added under docs/ is picked up without being listed, and names its own lines."""
+    pages = readme_blocks.pages()
+    assert pages[0].name == "README.md"
+    assert {p.relative_to(readme_blocks.ROOT).as_posix() for p in pages} >= {
+        "docs/index.md",
+        "docs/how-to/install.md",
+    }
+    (section,) = parse("# T\n\n```python\nraise SystemExit('boom')\n```\n", "docs/how-to/x.md")
+    assert section.title == "(top)" and section.page == "docs/how-to/x.md"
+    with pytest.raises(ReadmeError, match=r"docs/how-to/x.md:3 \(\(top\)\)"):
+        run_section(section, None, tmp_path, environment(None, None, None))
 
 
 def test_make_demo_installs_the_demo_extra_only(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
-"""A user's own Django project, made exactly as the README says, passes its own test suite.
+"""A user's own Django project, made exactly as the Django tutorial says, passes its own tests.
 
-The ``sh`` blocks of the README's Django section run as written (``pip install`` aside: this
+The ``sh`` blocks of docs/tutorials/django.md run as written (``pip install`` aside: this
 environment has the package) in a fresh directory: ``django-admin startproject``, ``startapp``,
 the settings, ``migrate``, then the project's own tests with Django's runner and pytest-django
 on SQLite, which assert that the first key is a snowflake ID (> 2**40). The same suite then runs
@@ -24,15 +24,13 @@ import pytest
 from databases import DbUrl
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+TUTORIAL = ROOT / "docs" / "tutorials" / "django.md"
 pytestmark = pytest.mark.slow
 
 
 def readme_django_blocks() -> list[str]:
-    """The ``sh`` blocks of the README's Django section, without ``pip install`` lines."""
-    text = README.read_text()
-    section = text.split("\n## Django\n", 1)[1].split("\n## ", 1)[0]
-    blocks = re.findall(r"^```sh\n(.*?)^```", section, flags=re.M | re.S)
+    """The ``sh`` blocks of the Django tutorial, without ``pip install`` lines."""
+    blocks = re.findall(r"^```sh\n(.*?)^```", TUTORIAL.read_text(), flags=re.M | re.S)
     return [
         "\n".join(line for line in block.splitlines() if not line.startswith("pip install"))
         for block in blocks
@@ -63,7 +61,7 @@ def run(cwd: Path, script: str) -> str:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The project after the README's set-up block (startproject ... migrate)."""
+    """The project after the tutorial's set-up block (startproject ... migrate)."""
     if shutil.which("django-admin", path=str(Path(sys.executable).parent)) is None:
         pytest.fail("django-admin is not installed next to this Python")
     path = tmp_path_factory.mktemp("userproject")
@@ -199,7 +197,7 @@ def test_leases_on_a_sqlite_file_are_renewed_as_connections_open(project: Path) 
 
 
 def on_server(project: Path, url: str) -> str:
-    """The README's test block (both runners) with ``DATABASES`` pointed at ``url``."""
+    """The tutorial's test block (both runners) with ``DATABASES`` pointed at ``url``."""
     database = DbUrl.parse(url).django_databases()["default"]
     settings = project / "mysite" / "settings.py"
     original = settings.read_text()
@@ -264,7 +262,7 @@ def test_switching_an_autofield_project_migrates_in_one_go_on_postgresql(
     apps_py = tmp_path / "shop" / "apps.py"
     apps_py.write_text(apps_py.read_text().replace("default_auto_field", "# default_auto_field"))
     run(tmp_path, "python manage.py makemigrations shop && python manage.py migrate")
-    settings.write_text(  # the README's two lines
+    settings.write_text(  # the tutorial's two lines
         settings.read_text()
         + "INSTALLED_APPS += ['idfields.django_app']\n"
         + "DEFAULT_AUTO_FIELD = 'idfields.django_app.fields.SnowflakeAutoField'\n"

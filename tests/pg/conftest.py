@@ -25,7 +25,7 @@ from idfields.layouts import Layout
 from idfields.sql.layouts import render_layout_function
 
 TABLES = ";\n".join(create_tables("postgresql")) + ";"
-README = Path(__file__).parents[2] / "README.md"
+PRIVILEGES = Path(__file__).parents[2] / "docs" / "how-to" / "privileges.md"
 
 Connect = Callable[..., "psycopg.Connection[tuple[Any, ...]]"]
 
@@ -124,27 +124,27 @@ def one_id(conn: psycopg.Connection[Any], function: str) -> int:
     return int(conn.execute(query).fetchone()[0])
 
 
-def readme_grants() -> str:
-    """The grant block of the README's database section, for role ``app`` on ``mydb``."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("## IDs made inside PostgreSQL") :]
+def documented_grants() -> str:
+    """The application role's grant block of the privileges page, for role ``app`` on ``mydb``."""
+    text = PRIVILEGES.read_text(encoding="utf-8")
+    section = text[text.index("## The application role") :]
     match = re.search(r"```sql\n(GRANT .*?)```", section, re.DOTALL)
-    assert match is not None, "the README's database section lists the grants in a sql block"
+    assert match is not None, "the privileges page lists the application role's grants"
     return match.group(1)
 
 
-def grant_as_readme(admin: psycopg.Connection[Any], role: str, database: str) -> None:
-    script = readme_grants().replace(" app;", f" {role};").replace(" app ", f" {role} ")
+def grant_as_documented(admin: psycopg.Connection[Any], role: str, database: str) -> None:
+    script = documented_grants().replace(" app;", f" {role};").replace(" app ", f" {role} ")
     admin.execute(script.replace(" mydb ", f" {database} ").encode())
 
 
 @pytest.fixture
 def app_role(connect: Connect, pg_kwargs: dict[str, object]) -> Iterator[str]:
-    """A login role with exactly the README's grants (PUBLIC keeps its defaults)."""
+    """A login role with exactly the documented grants (PUBLIC keeps its defaults)."""
     admin = connect()
     role = f"idfields_app_{secrets.token_hex(3)}"
     admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
-    grant_as_readme(admin, role, str(pg_kwargs["dbname"]))
+    grant_as_documented(admin, role, str(pg_kwargs["dbname"]))
     yield role
     drop_role(admin, role)
 

@@ -1,5 +1,5 @@
 """The database-side functions against what operations do to them: a pooler's DISCARD TEMP, a
-hostile search_path, role switches, a role with exactly the README's grants, stray test-hook
+hostile search_path, role switches, a role with exactly the documented grants, stray test-hook
 calls, claims beside open transactions, lease tables in another schema, the caller's lastval(),
 a claim rolled back with a savepoint, read-only transactions.
 
@@ -28,7 +28,7 @@ from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import (
     drop_role,
     fill_but,
-    grant_as_readme,
+    grant_as_documented,
     install_layouts,
 )
 from tests.pg.sample_layouts import NARROW, WRAPPING
@@ -321,7 +321,7 @@ def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion
     assert kind.fetchone() == ("bigint",)
 
 
-# -- 3. role switches, and exactly the README's grants -------------------------------------------
+# -- 3. role switches, and exactly the documented grants -------------------------------------------
 
 
 def test_role_switches_keep_issuing_increasing_ids(connect: Any, app_role: str) -> None:
@@ -348,8 +348,8 @@ def test_a_first_call_under_a_switched_role_then_another_role(connect: Any, app_
     assert ids == sorted(set(ids))
 
 
-def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) -> None:
-    """EXECUTE and TEMPORARY revoked from PUBLIC: the role has the README's grants and no more."""
+def test_the_whole_flow_with_exactly_the_documented_grants(empty_database: DbUrl) -> None:
+    """EXECUTE and TEMPORARY revoked from PUBLIC: the role has the documented grants and no more."""
     role = f"idfields_app_{secrets.token_hex(3)}"
     with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
         admin.execute(idsql.load(idsql.VERSION).encode())
@@ -360,7 +360,7 @@ def test_the_whole_flow_with_exactly_the_readme_grants(empty_database: DbUrl) ->
         admin.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(database))
         admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
         try:
-            grant_as_readme(admin, role, empty_database.database)
+            grant_as_documented(admin, role, empty_database.database)
             admin.execute(
                 sql.SQL(
                     "GRANT EXECUTE ON FUNCTION idfields.next_narrow(), "
@@ -455,7 +455,7 @@ def test_a_claim_does_not_wait_for_a_transaction_that_used_a_generator(
     assert node_claimed_beside(first, connect) == 6
 
 
-def test_a_first_decimal_waits_for_an_open_first_decimal_as_the_readme_says(
+def test_a_first_decimal_waits_for_an_open_first_decimal_as_the_docs_say(
     connect: Any,
 ) -> None:
     first = connect(autocommit=False)
