@@ -71,6 +71,22 @@ def manage(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def steps(path: Path, *commands: tuple[str, ...]) -> None:
+    """Run each ``manage.py`` command; each must succeed."""
+    for command in commands:
+        done = manage(path, *command)
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+
+
+def first_id_fails(path: Path) -> str:
+    """The last line of the traceback of the project's first ``create()``, which must fail."""
+    first = manage(path, "shell", "-c", CREATE)
+    assert first.returncode != 0, first.stdout
+    last = first.stderr.strip().splitlines()[-1]
+    assert last.startswith("idfields.errors.TablesMissing: table idfields_"), first.stderr
+    return last
+
+
 @pytest.fixture(params=["sqlite", "postgresql", "mysql"])
 def database(
     request: pytest.FixtureRequest, tmp_path: Path, fresh_database: Callable[[str], str]
@@ -88,14 +104,8 @@ def test_a_project_without_the_idfields_app_is_told_to_add_it(
     assert check.returncode != 0, check.stdout
     assert "idfields.E032" in check.stderr and "INSTALLED_APPS" in check.stderr, check.stderr
     assert "'idfields.django_app'" in check.stderr
-    made = manage(tmp_path, "makemigrations", "shop", "--skip-checks")
-    assert made.returncode == 0, made.stderr
-    migrated = manage(tmp_path, "migrate", "--skip-checks")
-    assert migrated.returncode == 0, migrated.stderr
-    first = manage(tmp_path, "shell", "-c", CREATE)
-    assert first.returncode != 0
-    last = first.stderr.strip().splitlines()[-1]
-    assert last.startswith("idfields.errors.TablesMissing: table idfields_"), first.stderr
+    steps(tmp_path, ("makemigrations", "shop", "--skip-checks"), ("migrate", "--skip-checks"))
+    last = first_id_fails(tmp_path)
     assert "add 'idfields.django_app' to INSTALLED_APPS" in last, last
     assert "manage.py migrate idfields" in last, last
 
@@ -104,14 +114,8 @@ def test_an_unmigrated_idfields_app_is_told_to_migrate_it(
     tmp_path: Path, database: dict[str, object]
 ) -> None:
     make_project(tmp_path, database, ["idfields.django_app", "shop"])
-    assert manage(tmp_path, "check").returncode == 0
-    for step in (("makemigrations", "shop"), ("migrate", "shop")):
-        done = manage(tmp_path, *step)
-        assert done.returncode == 0, done.stderr
-    first = manage(tmp_path, "shell", "-c", CREATE)
-    assert first.returncode != 0
-    last = first.stderr.strip().splitlines()[-1]
-    assert last.startswith("idfields.errors.TablesMissing: table idfields_"), first.stderr
+    steps(tmp_path, ("check",), ("makemigrations", "shop"), ("migrate", "shop"))
+    last = first_id_fails(tmp_path)
     assert "run 'python manage.py migrate idfields'" in last, last
     assert "INSTALLED_APPS" not in last, last
     assert manage(tmp_path, "migrate", "idfields").returncode == 0
@@ -123,9 +127,7 @@ def test_a_decimalid_project_without_a_launch_fails_check(
     tmp_path: Path, database: dict[str, object]
 ) -> None:
     make_project(tmp_path, database, ["idfields.django_app", "shop"], "DecimalIdAutoField")
-    for step in (("makemigrations", "shop"), ("migrate",)):
-        done = manage(tmp_path, *step)
-        assert done.returncode == 0, done.stderr
+    steps(tmp_path, ("makemigrations", "shop"), ("migrate",))
     check = manage(tmp_path, "check", "--database", "default")
     assert check.returncode != 0, check.stdout
     assert "idfields.E040" in check.stderr and "idfields_launch" in check.stderr, check.stderr
@@ -180,9 +182,7 @@ def test_python_only_ids_need_no_create_on_database(
     make_project(tmp_path, database, ["idfields.django_app", "shop"])
     with (tmp_path / "settings.py").open("a") as settings:
         settings.write("IDFIELDS = {'DATABASE_FUNCTIONS': False}\n")
-    for step in (("check",), ("makemigrations", "shop"), ("migrate",)):
-        done = manage(tmp_path, *step)
-        assert done.returncode == 0, done.stderr
+    steps(tmp_path, ("check",), ("makemigrations", "shop"), ("migrate",))
     made = manage(tmp_path, "shell", "-c", CREATE)
     assert made.returncode == 0 and int(made.stdout.split()[-1]) > 2**40, made.stderr
     with psycopg.connect(**url.psycopg_kwargs()) as conn:

@@ -55,15 +55,20 @@ class IdFieldsOperation(Operation):
     ) -> None:
         self.backwards(app_label, schema_editor, to_state)
 
+    def enabled(self) -> bool:
+        """Whether the project wants this kind of operation at all (a setting may say no)."""
+        return True
+
     def allowed(
         self,
         app_label: str,
         schema_editor: BaseDatabaseSchemaEditor,
         model: type[Model] | None = None,
     ) -> bool:
-        """Whether to act here: a supported vendor, and the router allows the app (or model)."""
+        """Whether to act here: enabled, a supported vendor, and the router allows the app (or
+        model)."""
         connection = schema_editor.connection
-        if connection.vendor not in self.vendors:
+        if not self.enabled() or connection.vendor not in self.vendors:
             return False
         if model is None:
             return router.allow_migrate(connection.alias, app_label)

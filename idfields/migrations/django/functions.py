@@ -17,7 +17,6 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import ProjectState
-from django.db.models import Model
 
 from idfields import sql
 from idfields.errors import MissingPrivilege
@@ -39,15 +38,10 @@ def functions_wanted() -> bool:
 
 
 class _FunctionOperation(IdFieldsOperation):
-    """Acts where the vendor, the router and ``IDFIELDS["DATABASE_FUNCTIONS"]`` allow it."""
+    """Acts only where ``IDFIELDS["DATABASE_FUNCTIONS"]`` allows it (and vendor and router)."""
 
-    def allowed(
-        self,
-        app_label: str,
-        schema_editor: BaseDatabaseSchemaEditor,
-        model: type[Model] | None = None,
-    ) -> bool:
-        return functions_wanted() and super().allowed(app_label, schema_editor, model)
+    def enabled(self) -> bool:
+        return functions_wanted()
 
 
 class _ScriptOperation(_FunctionOperation):
