@@ -1,7 +1,7 @@
 """The generator against its peers: ns per ID of one call and of bulk calls, and take() throughput.
 
-Every figure is measured in paired rounds with the peers (:mod:`benchmarks.timing`). Targets
-(issues 2, 8 and 15): the compiled single call no slower than uuid_utils.uuid7 and ahead of every
+Every figure is measured in paired rounds with the peers (:mod:`benchmarks.timing`). Targets:
+the compiled single call no slower than uuid_utils.uuid7 and ahead of every
 app-side peer, the decimal layout too (<= 1.0x uuid7); the pure-Python call no slower than
 snowflake-id's unlocked ``next()``; ``take(100_000)`` in a loop sustains >= 95% of snowflake's
 capacity (4,096,000 IDs/s per node) without running ahead of the clock past the skew bound.

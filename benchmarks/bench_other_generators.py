@@ -1,4 +1,4 @@
-"""IDs per second of the other generators against the in-process one (issue 7).
+"""IDs per second of the other generators against the in-process one.
 
 - Redis: one ``client()`` per ID (a network round trip each) and ``client.take(1000)`` (one
   round trip per batch), against a ``redis-server`` this module starts on a free loopback port.

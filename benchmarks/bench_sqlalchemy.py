@@ -63,11 +63,11 @@ KEY_COST = (
     "against the database's own key, a row carries one more parameter: SQLAlchemy runs the "
     "column default (its per-row default loop; the ID call itself ~0.1 us), psycopg binds and "
     "sends 8 more bytes, where the server's nextval() costs the other key ~0.1 us; with the "
-    "keys filled outside the timer the same insert measured 1.02x-1.04x client CPU (when "
-    "issue 15 was filed). Attempts: a before_execute listener filling the keys before compiling, "
+    "keys filled outside the timer the same insert measured 1.02x-1.04x client CPU. "
+    "Attempts: a before_execute listener filling the keys before compiling, "
     "1.02x the per-row default's client CPU (not kept)"
 )
-TARGETS = {ORM: 1.0}  # issue 15; Core executemany on PostgreSQL adds its own, below
+TARGETS = {ORM: 1.0}  # Core executemany on PostgreSQL adds its own, below
 DRIVERS = {"postgresql": ("psycopg",), "mysql": ("pymysql", "mysqldb")}
 VENDORS = {"postgresql": "PostgreSQL", "mysql": "MariaDB"}
 DRIVER_NAMES = {"psycopg": "psycopg 3", "pymysql": "PyMySQL", "mysqldb": "mysqlclient"}

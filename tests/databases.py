@@ -12,7 +12,7 @@ the tests never mock one. Each backend is looked up along a chain, first hit win
 Servers that the chain starts live as long as the ``ExitStack`` passed in. Tests never touch the
 server's own databases: :func:`scratch_database` gives each session a uniquely named one.
 
-Why not pytest-postgresql / pytest-mysql (weighed for issue 16): their "noproc" fixtures would
+Why not pytest-postgresql / pytest-mysql: their "noproc" fixtures would
 replace only step 1, which is one ``os.environ`` lookup here (the URL is parsed by
 :class:`DbUrl` anyway, for psycopg, PyMySQL, SQLAlchemy and Django alike); their process
 fixtures run ``pg_ctl initdb``/``pg_ctl start`` (and ``mysqld``) as the current user, which

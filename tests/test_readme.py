@@ -162,7 +162,7 @@ def test_every_docs_page_is_run(tmp_path: Path) -> None:
 
 
 def test_make_demo_installs_the_demo_extra_only(tmp_path: Path) -> None:
-    """Before: ``make demo`` installed the whole dev toolchain (445 MB)."""
+    """``make demo`` installs the demo extra, not the whole dev toolchain (445 MB)."""
     import subprocess
     import tomllib
 

@@ -93,8 +93,8 @@ def catalog(url: str) -> tuple[list[str], list[str], list[str]]:
 def test_postgres_fresh_database_has_the_db_side_row_and_is_left_clean(
     fresh_database: Callable[[str], str], tmp_path: Path
 ) -> None:
-    """Issue 14 item 5. Before: no 'snowflake (PL/pgSQL)' row on an empty database (the install
-    failed on '%I'), and pgstattuple stayed installed afterwards."""
+    """An empty database gets a 'snowflake (PL/pgSQL)' row (the functions install there), and
+    pgstattuple, installed for the run, is dropped afterwards."""
     url = fresh_database("postgresql")
     before = catalog(url)
     report = run_comparison(url, rows=2000, out_dir=tmp_path, progress=False, repeat=2)
@@ -134,7 +134,8 @@ def test_uuid7_and_rank_correlation() -> None:
 def test_bad_out_directory_fails_before_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Before: a traceback after the whole run, and the table lost."""
+    """An unusable output directory is refused up front, not with a traceback after the whole
+    run that loses the table."""
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     started = time.perf_counter()

@@ -1,10 +1,10 @@
 """What operations do to the host-shared state file: another user, a tmp cleaner, a restored
 backup, a truncation, a full tmpfs.
 
-Before the fix (issue 11, item 4): the default path held the uid, so two users on one host got
-two files on one node (here 100,000 duplicates of 200,000); a new process after the file was
-deleted repeated what the running ones issued (here 10,000 of 30,000); a truncated file or a
-full tmpfs killed the process with SIGBUS (exit -7, nothing printed).
+What each test guards against: a default path holding the uid gives two users on one host two
+files on one node (here 100,000 duplicates of 200,000); a new process after the file was
+deleted would repeat what the running ones issued (here 10,000 of 30,000); a truncated file or
+a full tmpfs would kill the process with SIGBUS (exit -7, nothing printed).
 """
 
 from __future__ import annotations

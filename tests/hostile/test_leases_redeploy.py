@@ -1,9 +1,9 @@
 """Leases under a rolling deploy and a database outage, on a real PostgreSQL.
 
-Before the fix (issue 11, items 5 and 6): leases were keyed by layout name, so a layout changed
-under its name leased nodes whose IDs overlap the old layout's (141,780 duplicates in 0.2 s;
-here 1,000 of 3,000, deterministically); a lost lease followed by one failed re-acquire
-(``ConnectionError``) wedged the generator for good (``NodeError: the lease on node None``).
+Leases keyed by layout name alone would let a layout changed under its name lease nodes whose
+IDs overlap the old layout's (here 1,000 duplicates of 3,000, deterministically); a lost lease
+followed by one failed re-acquire (``ConnectionError``) must not wedge the generator for good
+(``NodeError: the lease on node None``).
 """
 
 from __future__ import annotations

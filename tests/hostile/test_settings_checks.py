@@ -1,9 +1,9 @@
 """IDFIELDS values of the wrong type or out of range: a check error naming the key and the fix,
 and a clear refusal at the first ID, never a bare TypeError/KeyError later.
 
-Before the fix (issue 11, item 10): ``LEASE_TTL: "60"`` and ``JS_SAFE: "no"`` passed the checks
-(``"no"`` read as true), ``IDFIELDS = "static"`` crashed the checks with a ValueError, and an
-unknown ``DATABASE`` with a static node source passed them.
+The cases: ``LEASE_TTL: "60"`` and ``JS_SAFE: "no"`` (which a truthiness test reads as true),
+``IDFIELDS = "static"`` (which must not crash the checks with a ValueError), and an unknown
+``DATABASE`` with a static node source.
 """
 
 from __future__ import annotations

@@ -624,8 +624,9 @@ def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
 def test_an_app_claim_skips_the_node_of_an_id_kept_from_a_rolled_back_claim(
     connect: Any, lease_rows: psycopg.Connection, postgres_url: str
 ) -> None:
-    """Before the fix: the lease row of node 7 was rolled back to lapsed, so an app process
-    claimed 7 (its only free node) behind the old fence and could repeat the kept ID."""
+    """A claim rolled back leaves node 7's lease row lapsed, yet an ID of it was kept: an app
+    process must skip node 7 (its only free node), or it would claim it behind the old fence
+    and could repeat the kept ID."""
     conn = connect()
     keep_an_id_of_a_rolled_back_claim(conn, lease_rows)
     database = DbApiDatabase("postgresql", postgres_url)

@@ -1,8 +1,8 @@
-"""A user's first ten minutes with the SQLAlchemy layer, as the README shows it (issue 14, item 4).
+"""A user's first ten minutes with the SQLAlchemy layer, as the README shows it.
 
-Before: the first flush failed with ``no such table: idfields_node_lease``, autogenerate wanted
-to drop the idfields tables, ``id_column_core("id")`` made no primary key, ``MappedAsDataclass``
-models failed, and an ``Integer`` foreign key to an ID overflowed at run time unnamed.
+The steps that must work: the first flush (the lease table exists), autogenerate (it leaves
+the idfields tables alone), a primary key from ``id_column("id")`` in a Core table,
+``MappedAsDataclass`` models, and an ``Integer`` foreign key to an ID (named before run time).
 """
 
 from __future__ import annotations

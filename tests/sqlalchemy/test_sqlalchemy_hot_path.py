@@ -1,11 +1,10 @@
 """What SQLAlchemy runs per row for an ``id_column``: the ORM flush knows the keys before it plans
 the INSERT, and the column default costs no Python frame.
 
-Before issue 15: the keys were made inside the flush's INSERT, so the unit of work sent one
-insertmanyvalues statement (a VALUES group per row, which psycopg parses and SQLAlchemy renders
-per flush) and copied the keys back from its parameters; ``before_insert`` listeners saw no key;
-every row of every path ran the default's Python function. The keys are now filled at
-``before_flush`` (``idfields.sqlalchemy_ext.flush``).
+The keys are filled at ``before_flush`` (``idfields.sqlalchemy_ext.flush``), not inside the
+flush's INSERT: so the unit of work sends a plain executemany instead of one insertmanyvalues
+statement (a VALUES group per row, which psycopg parses and SQLAlchemy renders per flush),
+``before_insert`` listeners see the key, and no row runs the default's Python function.
 """
 
 from __future__ import annotations
