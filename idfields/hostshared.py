@@ -148,10 +148,6 @@ class HostSharedGenerator:
         tick, index = divmod(position, self._per_tick)
         return self._base + (tick % self._modulus) * self._tick_mul + index * self._step
 
-    def next(self) -> int:
-        """The next ID (same as calling the generator)."""
-        return self()
-
     def take(self, count: int) -> list[int]:
         """``count`` increasing IDs, reserved under one lock (they may run ahead of the clock up
         to ``max_skew``, in as many rounds as that takes)."""

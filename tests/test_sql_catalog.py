@@ -84,12 +84,12 @@ def test_django_sqlalchemy_and_conversions_read_the_same_map() -> None:
     expected = functions_of(ORDERS).next_call
     django_default = KSortedIdField(layout="orders", generation="db").db_default
     assert django_default.template % {"function": django_default.extra["function"]} == expected
-    column = id_column_core("id", ORDERS, server_side=True)
+    column = id_column_core("id", layout=ORDERS, generation="db")
     assert column.server_default.arg.text == expected  # type: ignore[union-attr]
     assert Target.of(ORDERS, generation="db").db_default == expected
     for refuse in (
         lambda: KSortedIdField(layout="globalid", generation="db"),
-        lambda: id_column_core("id", "globalid", server_side=True),
+        lambda: id_column_core("id", layout="globalid", generation="db"),
         lambda: Target.of(TAILED, generation="db"),
     ):
         with pytest.raises(ValueError, match="cannot be generated inside PostgreSQL"):

@@ -40,12 +40,12 @@ from django.db.models import BigAutoField, BigIntegerField, Field, ForeignObject
 from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
 from idfields.errors import GeneratorClosed, IdFieldsError
+from idfields.generation import database_functions
 from idfields.layouts import MAX_ID, Layout
 from idfields.sql.catalog import functions_of
 
 APP = "app"
 DB = "db"
-GENERATIONS = (APP, DB)
 
 __all__ = [
     "DecimalIdAutoField",
@@ -135,8 +135,7 @@ class KSortedFieldMixin:
                 f"layout= takes the name of a layout, not {layout!r}; register a Layout object "
                 'under a name in IDFIELDS["LAYOUTS"] and pass that name'
             )
-        if generation not in GENERATIONS:
-            raise ValueError(f"generation={generation!r} is unknown; use 'app' or 'db'")
+        functions = database_functions(layout or self.default_layout or "", generation)
         for option in ("default", "db_default"):
             if option in kwargs:
                 raise TypeError(
@@ -145,15 +144,9 @@ class KSortedFieldMixin:
                 )
         self.layout_name = layout if layout is not None else self.default_layout
         self.generation = generation
-        if generation == DB:
-            kwargs["db_default"] = NextId(self._sql_function())
+        if functions is not None:
+            kwargs["db_default"] = NextId(functions.next)
         super().__init__(*args, **kwargs)
-
-    def _sql_function(self) -> str:
-        try:
-            return functions_of(self.layout_name or "").next
-        except IdFieldsError as error:
-            raise ValueError(f"generation='db': {error}; or use generation='app'") from None
 
     @property
     def layout(self) -> Layout:

@@ -116,10 +116,6 @@ class IdGenerator:
     def __call__(self) -> int:
         raise NotImplementedError
 
-    def next(self) -> int:
-        """The next ID (same as calling the generator)."""
-        return self()
-
     def take(self, count: int) -> list[int]:
         """Reserve ``count`` IDs at once, in increasing order, at the layout's full capacity."""
         count = check_take_count(count)

@@ -140,10 +140,6 @@ class RedisIdClient:
     def __call__(self) -> int:
         return self._batch(1)[0]
 
-    def next(self) -> int:
-        """The next ID (same as calling the client)."""
-        return self()
-
     def take(self, count: int) -> list[int]:
         """``count`` IDs in increasing order, one round trip per tick's worth."""
         count = check_take_count(count)

@@ -6,9 +6,9 @@ wrapped in a ``lambda ctx: fn()``, one more Python call per row). SQLAlchemy eva
 the statement, so every insert path (``insert(Model)`` with a list of dicts through
 insertmanyvalues, Core ``values()`` and executemany, AsyncSession) gets its IDs without a round
 trip; a unit of work flush gets them a step earlier, at ``before_flush``
-(:mod:`idfields.sqlalchemy_ext.flush`). ``server_side=True`` leaves the
-value to the database function of the layout (``idfields.next_snowflake()`` on Postgres, or a
-user layout's ``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
+(:mod:`idfields.sqlalchemy_ext.flush`). ``generation="db"`` leaves the value to the database
+function of the layout (``idfields.next_snowflake()`` on Postgres, or a user layout's
+``next_<name>()``; :mod:`idfields.sql.catalog` names them) and has it fetched back.
 
 Every ID column carries ``info["idfields"]`` (its layout's name), which :func:`check_metadata`
 reads, and brings the idfields tables into its table's ``MetaData`` when it is attached: the
@@ -23,9 +23,8 @@ from sqlalchemy import BigInteger, Column, Table, event, text
 from sqlalchemy.orm import MappedColumn, mapped_column
 from sqlalchemy.sql.schema import CallableColumnDefault
 
-from idfields.errors import IdFieldsError
+from idfields.generation import Generation, database_functions
 from idfields.layouts import Layout
-from idfields.sql.catalog import functions_of
 from idfields.sqlalchemy_ext import flush  # noqa: F401  (the ORM fill: its listener, at import)
 from idfields.sqlalchemy_ext.registry import context_default
 from idfields.sqlalchemy_ext.tables import INFO_KEY, add_tables
@@ -45,7 +44,7 @@ class _IdDefault(CallableColumnDefault):
 
 
 def _column_options(
-    layout: str | Layout, server_side: bool, kwargs: dict[str, Any], default_option: str
+    layout: str | Layout, generation: str, kwargs: dict[str, Any], default_option: str
 ) -> None:
     """Fill ``kwargs`` with the default, autoincrement and info options of an ID column."""
     for option in ("default", "server_default", "insert_default"):
@@ -54,19 +53,14 @@ def _column_options(
                 f"id columns set their own {option}; drop {option}= or use a plain "
                 "BigInteger column"
             )
+    functions = database_functions(layout, generation)
     name = layout.name if isinstance(layout, Layout) else layout
     kwargs.setdefault("autoincrement", False)  # never SERIAL / AUTO_INCREMENT / IDENTITY
     kwargs["info"] = {**kwargs.get("info", {}), INFO_KEY: name}
-    if not server_side:
+    if functions is None:
         kwargs[default_option] = _IdDefault(context_default(layout))
-        return
-    try:
-        functions = functions_of(layout)
-    except IdFieldsError as error:
-        raise ValueError(
-            f"server_side=True: no database-side generator: {error}; or drop server_side=True"
-        ) from None
-    kwargs["server_default"] = text(functions.next_call)
+    else:
+        kwargs["server_default"] = text(functions.next_call)
 
 
 def _bring_tables(column: Column[Any]) -> None:
@@ -79,31 +73,36 @@ def _bring_tables(column: Column[Any]) -> None:
 
 
 def id_column(
-    layout: str | Layout = "snowflake", *, server_side: bool = False, **kwargs: Any
+    *,
+    layout: str | Layout = "snowflake",
+    generation: Generation = "app",
+    primary_key: bool = True,
+    **kwargs: Any,
 ) -> MappedColumn[int]:
-    """A typed declarative BIGINT column with k-sorted IDs: ``id: Mapped[int] =
-    id_column(primary_key=True)``. Other keyword arguments go to ``mapped_column``.
+    """A typed declarative BIGINT column with k-sorted IDs, the primary key unless
+    ``primary_key=False``: ``id: Mapped[int] = id_column()``. Other keyword arguments go to
+    ``mapped_column``.
 
     The ID is SQLAlchemy's ``insert_default`` (not ``default``), so ``MappedAsDataclass``
-    models work: declare the key ``id_column(primary_key=True, init=False)`` there.
+    models work: declare the key ``id_column(init=False)`` there.
     """
-    _column_options(layout, server_side, kwargs, "insert_default")
-    column: MappedColumn[int] = mapped_column(BigInteger, **kwargs)
+    _column_options(layout, generation, kwargs, "insert_default")
+    column: MappedColumn[int] = mapped_column(BigInteger, primary_key=primary_key, **kwargs)
     _bring_tables(column.column)
     return column
 
 
 def id_column_core(
     name: str = "id",
-    layout: str | Layout = "snowflake",
     *,
-    server_side: bool = False,
+    layout: str | Layout = "snowflake",
+    generation: Generation = "app",
     primary_key: bool = True,
     **kwargs: Any,
 ) -> Column[int]:
-    """The same column for Core tables, the primary key unless ``primary_key=False``:
+    """The same column for Core tables, named as ``Column`` names it:
     ``Table("orders", metadata, id_column_core("id"), ...)``."""
-    _column_options(layout, server_side, kwargs, "default")
+    _column_options(layout, generation, kwargs, "default")
     column: Column[int] = Column(name, BigInteger, primary_key=primary_key, **kwargs)
     _bring_tables(column)
     return column

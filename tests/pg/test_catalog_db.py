@@ -1,4 +1,4 @@
-"""A user layout installed by its migration fills a SQLAlchemy ``server_side=True`` column."""
+"""A user layout installed by its migration fills a SQLAlchemy ``generation="db"`` column."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ CATALOGED = Layout(
 )
 
 
-def test_server_side_column_of_an_installed_user_layout(
+def test_db_generated_column_of_an_installed_user_layout(
     pg_kwargs: dict[str, object], postgres_url: str
 ) -> None:
     create, drop = render_layout_function(CATALOGED)
@@ -27,7 +27,7 @@ def test_server_side_column_of_an_installed_user_layout(
     table = sa.Table(
         "cataloged_rows",
         sa.MetaData(),
-        id_column_core("id", CATALOGED, server_side=True, primary_key=True),
+        id_column_core("id", layout=CATALOGED, generation="db"),
         sa.Column("n", sa.Integer),
     )
     engine = sa.create_engine(DbUrl.parse(postgres_url).sqlalchemy_url())

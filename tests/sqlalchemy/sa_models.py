@@ -21,6 +21,6 @@ class Item(Base):
 core_items = sa.Table(
     "idf_sa_core_item",
     Base.metadata,
-    id_column_core(primary_key=True),
+    id_column_core(),
     sa.Column("name", sa.String(50)),
 )

@@ -13,7 +13,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session
 
 from idfields import sql
 from idfields.layouts import get_layout
-from idfields.sqlalchemy_ext import id_column, id_default, metadata
+from idfields.sqlalchemy_ext import id_column, id_column_core, id_default, metadata
 
 SNOWFLAKE = get_layout("snowflake")
 
@@ -147,13 +147,15 @@ def test_id_default_is_a_plain_callable() -> None:
 def test_bad_arguments_name_the_fix() -> None:
     with pytest.raises(TypeError, match="set their own default"):
         id_column(default=lambda: 1)
-    with pytest.raises(ValueError, match="no database-side generator"):
-        id_column("globalid", server_side=True)
+    with pytest.raises(ValueError, match=r"generation='db': .* or use generation='app'"):
+        id_column(layout="globalid", generation="db")
+    with pytest.raises(ValueError, match="generation='server' is unknown; use 'app' or 'db'"):
+        id_column_core(generation="server")  # type: ignore[arg-type]
     with pytest.raises(KeyError, match="configure"):
         id_default("no_such_layout")()
 
 
-def test_server_side_default_fetches_the_database_made_id(pg_engine: sa.Engine) -> None:
+def test_db_generation_fetches_the_database_made_id(pg_engine: sa.Engine) -> None:
     with pg_engine.begin() as conn:  # the lease tables and the functions, as a migration would
         metadata.create_all(conn)
         conn.execution_options(no_parameters=True).exec_driver_sql(sql.load(sql.VERSION))
@@ -163,7 +165,7 @@ def test_server_side_default_fetches_the_database_made_id(pg_engine: sa.Engine) 
 
     class Row(ServerBase):
         __tablename__ = "idf_sa_server_item"
-        id: Mapped[int] = id_column(primary_key=True, server_side=True)
+        id: Mapped[int] = id_column(generation="db")
 
     ServerBase.metadata.create_all(pg_engine)
     try:

@@ -1,7 +1,7 @@
 """A user's first ten minutes with the SQLAlchemy layer, as the README shows it.
 
 The steps that must work: the first flush (the lease table exists), autogenerate (it leaves
-the idfields tables alone), a primary key from ``id_column("id")`` in a Core table,
+the idfields tables alone), a primary key from ``id_column_core("id")`` in a Core table,
 ``MappedAsDataclass`` models, and an ``Integer`` foreign key to an ID (named before run time).
 """
 
@@ -56,7 +56,7 @@ class Ticket(DataclassBase):
     __tablename__ = "idf_first_ticket"
     id: Mapped[int] = id_column(primary_key=True, init=False)
     title: Mapped[str] = mapped_column(sa.String(50))
-    ref: Mapped[int] = id_column(init=False)
+    ref: Mapped[int] = id_column(primary_key=False, init=False)
 
 
 @pytest.fixture
@@ -121,9 +121,11 @@ def test_autogenerate_is_clean_for_the_idfields_tables(user_engine: sa.Engine) -
     assert [d for d in diff if d[0] != "remove_table" or d[1].name in ours] == []
 
 
-def test_id_column_core_is_the_primary_key() -> None:
+def test_id_columns_are_the_primary_key_unless_told_otherwise() -> None:
     table = sa.Table("idf_core_pk", sa.MetaData(), id_column_core("id"))
     assert list(table.primary_key.columns) == [table.c.id]
+    assert id_column().column.primary_key
+    assert not id_column(primary_key=False).column.primary_key
     other = sa.Table(
         "idf_core_ref",
         sa.MetaData(),

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from idfields.errors import LayoutError
+from idfields.generation import Generation, database_functions
 from idfields.layouts import Layout, Timestamp, get_layout
 from idfields.migrations.convert.quoting import Dialect, check_dialect
 from idfields.sql.catalog import functions_of
 
 KeyKind = Literal["serial", "identity", "auto_increment", "none"]
 KEY_KINDS: tuple[KeyKind, ...] = ("serial", "identity", "auto_increment", "none")
-Generation = Literal["app", "db"]
 INTEGER_TYPES = ("smallint", "integer", "bigint")
 
 # New IDs must exceed max(id) even from a host whose clock is this far behind.
@@ -151,15 +151,9 @@ class Target:
         """Validate an operation's arguments; every refusal says why and what to do."""
         resolved = get_layout(layout)
         check_layout(resolved)
-        if generation not in ("app", "db"):
-            raise ValueError(f"generation={generation!r} is unknown; use 'app' or 'db'")
-        if generation == "db":
-            try:
-                functions_of(resolved)
-            except LayoutError as error:
-                raise ValueError(f"generation='db': {error}; or use generation='app'") from None
+        functions = database_functions(resolved, generation)
         lock_timeout_ms(lock_timeout)
-        return cls(resolved, "db" if generation == "db" else "app", lock_timeout)
+        return cls(resolved, "app" if functions is None else "db", lock_timeout)
 
     @property
     def db_default(self) -> str:
