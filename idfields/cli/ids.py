@@ -7,11 +7,11 @@ from typing import Any
 
 from idfields import codecs
 from idfields.cli.arguments import UsageError, count, id_value, node_values
-from idfields.cli.table import pairs, table
 from idfields.errors import NodeNotConfigured
 from idfields.generators import make_generator
 from idfields.layouts import Layout, Node, check_id, get_layout
 from idfields.nodes import NodeSource, StaticNode, default_source
+from idfields.text import pairs, table
 
 
 def run_new(args: argparse.Namespace) -> dict[str, Any]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from idfields.cli.table import grouped, table
 from idfields.layouts import BUILTIN_LAYOUTS, get_layout
+from idfields.text import grouped, table
 
 HEADERS = ("layout", "fields", "IDs/s per node", "nodes", "runs out / wraps", "max ID", "JS-safe")
 

@@ -61,8 +61,8 @@ from typing import NamedTuple
 from idfields.coordination import holders
 from idfields.coordination.database import Database, check_length, insert_if_absent
 from idfields.errors import NodeError
+from idfields.events import emit
 from idfields.layouts import Layout, PlacedField
-from idfields.metrics import emit
 from idfields.nodes import Assignment
 
 logger = logging.getLogger("idfields.coordination")

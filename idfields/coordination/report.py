@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from idfields.cli.table import table
 from idfields.coordination import holders
 from idfields.coordination.counters import MAX_LAUNCH_ID, counter_value, current_launch
 from idfields.coordination.database import Database
 from idfields.coordination.decimal import decimal_fields
 from idfields.coordination.leases import LeaseInfo, list_leases
 from idfields.layouts import Layout
+from idfields.text import table
 
 HEADERS = ("layout", "node", "kind", "host", "pid", "since (UTC)", "expires (UTC)", "state")
 

@@ -20,12 +20,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from idfields import forking
 from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
-from idfields.metrics import GeneratorStats
 from idfields.nodes import (
     Assignment,
     FixedSource,
@@ -63,6 +63,16 @@ class IdSource(Protocol):
     def take(self, count: int) -> list[int]: ...
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class GeneratorStats:
+    """One live generator at the moment of reading."""
+
+    layout: str  # the layout's lease key: its name, with a fingerprint for user layouts
+    node: str
+    issued: int  # IDs issued since the generator was made
+    run_ahead_s: float  # how far its last ID's time is ahead of the clock (0 when behind)
 
 
 class IdGenerator:

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 
 from idfields.errors import ClockMovedBackwards, LayoutExhausted, NodeError, ValueOutOfRange
+from idfields.events import emit
 from idfields.generators.base import IdGenerator
 from idfields.generators.hotpath import TimeCore
 from idfields.layouts import Layout
-from idfields.metrics import emit
 from idfields.nodes import Assignment, NodeSource
 
 Clock = Callable[[], int]

@@ -46,7 +46,7 @@ from types import MappingProxyType
 
 from idfields.errors import LayoutError
 from idfields.layouts.fields import Constant, Node, Sequence, Timestamp
-from idfields.layouts.layout import Layout
+from idfields.layouts.layout import Layout, keep_bare_lease_key
 
 SNOWFLAKE_EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
 
@@ -106,7 +106,7 @@ SNOWFLAKE_JS = Layout(
 
 BUILTIN_LAYOUTS: Mapping[str, Layout] = MappingProxyType(
     {
-        layout.name: layout
+        keep_bare_lease_key(layout).name: layout
         for layout in (SNOWFLAKE, TRACEID, DECIMAL, GLOBALID, CHRONICLE, RUNID, SNOWFLAKE_JS)
     }
 )

@@ -32,6 +32,17 @@ MAX_ID = 2**63 - 1
 MAX_JS_SAFE_ID = 2**53 - 1
 _SECONDS_PER_YEAR = 365.2425 * 86_400
 
+# The built-in layouts by name, which ``idfields.layouts.builtin`` registers as it defines them
+# (``idfields.layouts`` imports it, so they are known before any Layout is used). A layout equal
+# to one of them leases under the bare name: see Layout.lease_key.
+_bare_lease_keys: dict[str, Layout] = {}
+
+
+def keep_bare_lease_key(layout: Layout) -> Layout:
+    """Register a built-in ``layout``: it, and every layout equal to it, leases under its name."""
+    _bare_lease_keys[layout.name] = layout
+    return layout
+
 
 @dataclass(frozen=True)
 class PlacedField:
@@ -266,9 +277,7 @@ class Layout:
         release use); any other layout adds a fingerprint of its spec, so a layout changed under
         an old name during a rolling deploy leases from a disjoint node space.
         """
-        from idfields.layouts.builtin import BUILTIN_LAYOUTS  # builtin imports this module
-
-        if BUILTIN_LAYOUTS.get(self.name) == self:
+        if _bare_lease_keys.get(self.name) == self:
             return self.name
         spec = {key: value for key, value in self.to_spec().items() if key != "description"}
         digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()

@@ -15,7 +15,8 @@ from opentelemetry.metrics import CallbackOptions, Observation
 
 from idfields.coordination import Database
 from idfields.coordination.report import NodeRoom, launch_room, node_room
-from idfields.metrics import GeneratorStats, generator_stats, live_layouts, logger, subscribe
+from idfields.events import logger
+from idfields.metrics import GeneratorStats, generator_stats, live_layouts, subscribe
 
 _COUNTED = {
     "lease.claimed": "idfields.lease.claims",

@@ -1,4 +1,7 @@
-"""Aligned columns for people; the same data goes out unchanged as JSON with ``--json``."""
+"""Plain text for people: aligned tables and grouped numbers (the CLI, the node reports).
+
+The same data goes out unchanged as JSON where a command takes ``--json``.
+"""
 
 from __future__ import annotations
 
