@@ -3,3 +3,6 @@
 
 Import only the submodule of the tool you use: this package imports neither Django nor Alembic.
 """
+
+# Nothing here: the public names live in the submodule of each tool.
+__all__: list[str] = []
