@@ -1,4 +1,4 @@
-"""The cost of a metrics hook when nothing listens: ``idfields.metrics.emit()`` with no subscriber.
+"""The cost of a metrics hook when nothing listens: ``idfields.events.emit()`` with no subscriber.
 
 The slow paths (a new node, a renewal, a wait for the clock) call ``emit``; the hot path never
 does. So the figure to know is what an unheard event costs: here against an empty Python
@@ -14,7 +14,7 @@ from functools import partial
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
 from benchmarks.timing import Paired, ns_per_call, paired, paired_rows
-from idfields import StaticNode, make_generator, metrics
+from idfields import StaticNode, events, make_generator
 
 GROUP = "metrics hook, nobody listening"
 EMPTY = "empty function call"
@@ -29,8 +29,8 @@ def run(quick: bool = False) -> list[Row]:
     generator()
     subjects: dict[str, Callable[[], object]] = {
         EMPTY: partial(_empty, "lease.renewed", 0.001, layout="snowflake"),
-        "metrics.emit(), no listener": partial(
-            metrics.emit, "lease.renewed", 0.001, layout="snowflake"
+        "events.emit(), no listener": partial(
+            events.emit, "lease.renewed", 0.001, layout="snowflake"
         ),
         "gen(), for scale": generator,
     }

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 
-from idfields.events import EVENTS, Listener, emit, subscribe
+from idfields.events import EVENTS, Listener, subscribe
 from idfields.generators.base import GeneratorStats, live_generators
 from idfields.layouts import Layout
 
@@ -23,7 +23,6 @@ __all__ = [
     "EVENTS",
     "GeneratorStats",
     "Listener",
-    "emit",
     "generator_stats",
     "live_layouts",
     "subscribe",

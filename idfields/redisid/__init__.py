@@ -6,14 +6,13 @@ set once per server with :func:`configure_shard`), so IDs decode with the ``snow
 and no application process needs a node of its own. :class:`RedisIdClient` round-robins over
 the servers and fails over to the next one up to five times.
 
-It has the shape of an ``IdGenerator`` (the :class:`IdSource` protocol: ``client()`` and
+It has the shape of an ``IdGenerator`` (``idfields.generators.IdSource``: ``client()`` and
 ``client.take(n)``), so whatever calls a generator for a column default can call it instead, e.g.
 a SQLAlchemy ``Column(BigInteger, primary_key=True, default=client)``. ``redis`` is imported
 when a client is made, never at import time; the script needs Redis >= 5 (effects replication).
 """
 
-from idfields.generators import IdSource
 from idfields.redisid.client import RedisIdClient, RedisIdError, configure_shard
 from idfields.redisid.script import LUA, state_key
 
-__all__ = ["LUA", "IdSource", "RedisIdClient", "RedisIdError", "configure_shard", "state_key"]
+__all__ = ["LUA", "RedisIdClient", "RedisIdError", "configure_shard", "state_key"]

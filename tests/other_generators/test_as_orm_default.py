@@ -10,8 +10,9 @@ import sqlalchemy as sa
 from databases import DbUrl
 from othergen_support import RedisServer
 
+from idfields.generators import IdSource
 from idfields.hostshared import HostSharedGenerator
-from idfields.redisid import IdSource, RedisIdClient, configure_shard
+from idfields.redisid import RedisIdClient, configure_shard
 
 
 def _insert_with(source: IdSource, url: str, table: str) -> list[int]:

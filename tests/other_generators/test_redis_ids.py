@@ -18,9 +18,10 @@ from othergen_support import RedisServer, free_port
 
 from idfields import IdGenerator, StaticNode, make_generator
 from idfields.errors import LayoutError, NodeError, ValueOutOfRange
+from idfields.generators import IdSource
 from idfields.hostshared import HostSharedGenerator
 from idfields.layouts import SNOWFLAKE, SNOWFLAKE_JS
-from idfields.redisid import IdSource, RedisIdClient, RedisIdError, configure_shard, state_key
+from idfields.redisid import RedisIdClient, RedisIdError, configure_shard, state_key
 
 Servers = Callable[[int], list[RedisServer]]
 
