@@ -1,4 +1,8 @@
-"""Django migration operations of idfields."""
+"""Django migration operations of idfields.
+
+Each operation's ``__module__`` is this package, so the migration files Django writes import
+``idfields.migrations.django``, never the private module that defines it.
+"""
 
 from idfields.migrations.django.convert import ConvertToKSortedId, WidenObjectId
 from idfields.migrations.django.functions import InstallIdFunctions, InstallLayoutFunctions
@@ -19,3 +23,6 @@ __all__ = [
     "ValidateShadowConstraints",
     "WidenObjectId",
 ]
+
+for _name in __all__:
+    globals()[_name].__module__ = __name__

@@ -87,7 +87,7 @@ class KeyOperation(IdFieldsOperation):
             for name, default in self.defaults.items()
             if getattr(self, name) != default
         }
-        return f"idfields.migrations.django.{type(self).__name__}", [self.model_name], kwargs
+        return type(self).__name__, [self.model_name], kwargs
 
     @property
     def migration_name_fragment(self) -> str:
@@ -313,9 +313,8 @@ class WidenObjectId(IdFieldsOperation):
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs = {} if self.lock_timeout == "5s" else {"lock_timeout": self.lock_timeout}
-        path = f"idfields.migrations.django.{type(self).__name__}"
         args = [self.app_label] if self.model_name is None else [self.app_label, self.model_name]
-        return path, args, kwargs
+        return type(self).__name__, args, kwargs
 
     @property
     def _named(self) -> str:
