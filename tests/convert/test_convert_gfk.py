@@ -62,7 +62,7 @@ def test_conversion_widens_generic_object_ids(convapp: ConvApp) -> None:
     assert object_id_type(app) == "bigint"
     new = app.models("0002_convert")("Parent").objects.using(app.alias).create(name="new")
     assert new.pk > 2**40
-    tag(app, new.pk)  # before: "integer out of range" / "Out of range value"
+    tag(app, new.pk)  # an int object_id would fail: "integer out of range" / "Out of range value"
     assert app.sql("SELECT COUNT(*) FROM gfkapp_taggeditem") == [(2,)]
 
 
