@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db.migrations.writer import OperationWriter
 
+from idfields import sql
 from idfields.layouts import Layout, Node, Sequence, Timestamp
 from idfields.migrations import django as operations
 
@@ -21,21 +22,12 @@ EXAMPLES: dict[str, Callable[[], Any]] = {
     "AddBigintShadow": lambda: operations.AddBigintShadow("Order"),
     "BackfillBigintShadow": lambda: operations.BackfillBigintShadow("Order", batch_pages=10),
     "ConvertToKSortedId": lambda: operations.ConvertToKSortedId("Order", layout="snowflake"),
-    "InstallIdFunctions": lambda: operations.InstallIdFunctions(operations_version()),
-    "InstallLayoutFunctions": lambda: operations.InstallLayoutFunctions(
-        layout=NARROW, version=operations_version()
-    ),
+    "InstallIdFunctions": lambda: operations.InstallIdFunctions(sql.VERSION),
+    "InstallLayoutFunctions": lambda: operations.InstallLayoutFunctions(layout=NARROW),
     "SwapToBigint": lambda: operations.SwapToBigint("Order"),
     "ValidateShadowConstraints": lambda: operations.ValidateShadowConstraints("Order"),
     "WidenObjectId": lambda: operations.WidenObjectId("gfkapp", "TaggedItem"),
 }
-
-
-def operations_version() -> str:
-    """The SQL version the install operations take (whatever the package ships)."""
-    from idfields import sql
-
-    return sql.LATEST
 
 
 def test_every_operation_has_an_example() -> None:
