@@ -19,8 +19,6 @@ RESETS = 1_000
 # the 1,000 resets of one backend are test_resets_keep_the_backends_node's.
 CLIENTS = 100
 
-NODE_OF = "(id >> 12) & 1023"
-
 
 def backend_nodes(conn: psycopg.Connection[Any], pid: int) -> int:
     """How many snowflake lease rows name the backend ``pid`` as their holder."""
@@ -67,8 +65,8 @@ def test_a_reset_inside_a_busy_tick_never_repeats(connect: Connect) -> None:
     conn = connect(prepare_threshold=None)
     ids: list[int] = []
     for _ in range(20):
-        ids += [r[0] for r in conn.execute(
-            "SELECT idfields.next_snowflake() FROM generate_series(1, 5000)").fetchall()]  # fmt: skip
+        rows = conn.execute("SELECT idfields.next_snowflake() FROM generate_series(1, 5000)")
+        ids += [row[0] for row in rows.fetchall()]
         conn.execute("DISCARD ALL")
     assert len(ids) - len(set(ids)) == 0
 
@@ -102,7 +100,7 @@ def test_pooled_clients_through_one_backend_use_one_node(
                 client.execute("INSERT INTO pooled_rows (backend) VALUES (pg_backend_pid())")
         admin = connect()
         rows = admin.execute(
-            f"SELECT count(*), count(DISTINCT id), count(DISTINCT {NODE_OF}), "
+            "SELECT count(*), count(DISTINCT id), count(DISTINCT (id >> 12) & 1023), "
             "count(DISTINCT backend), min(backend) FROM pooled_rows"
         ).fetchone()
         assert rows is not None

@@ -179,6 +179,16 @@ BEGIN
             HINT = 'Every transaction checks, and may renew, this backend''s node lease. Call '
                    'idfields.next_*() in a read-write transaction, or generate the IDs app-side.';
     END IF;
+    -- The settings and the sequence are the layout's, the lease rows the lease key's: a key
+    -- of another layout would issue this layout's IDs on that layout's nodes.
+    IF NOT (lease_key = layout OR (layout NOT IN ('snowflake', 'traceid')
+            AND pg_catalog.starts_with(lease_key, pg_catalog.left(layout, 51) || '#')))
+    THEN
+        RAISE EXCEPTION 'idfields: lease key % is not the key of layout %', lease_key, layout
+            USING ERRCODE = '22023',
+            HINT = 'Call idfields.next_<layout>() or take_<layout>(n); the internal functions '
+                   'take the layout''s own lease key (Layout.lease_key).';
+    END IF;
     IF visible_lease <> '@lease_schema@.idfields_node_lease'::regclass THEN
         RAISE EXCEPTION 'idfields: this session''s search_path finds the lease table %, but '
             'the database functions lease from %', visible_lease,
@@ -261,8 +271,12 @@ BEGIN
             HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
                    'timestamp.';
     END IF;
+    -- The promise covers the tick after this one by half a lease (the limit); a backend far
+    -- ahead of its clock renews every tick rather than push its promise, and the fence of its
+    -- re-take after a reset, further ahead.
     IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - lease_ms / 2) * 1000 THEN
-        promise := GREATEST(now_ms, (epoch_us + (tick + 2) * unit_us + 999) / 1000) + lease_ms;
+        promise := GREATEST(now_ms + lease_ms,
+            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + lease_ms / 2);
         IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
             UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
             WHERE l.layout = lease_key AND l.node = claimed
@@ -332,6 +346,47 @@ BEGIN
                     PERFORM pg_catalog.pg_advisory_unlock(key, pos_node);
                 END IF;
             END IF;
+            -- This very backend's own live row (its position lost to DISCARD TEMP/ALL, RESET
+            -- ALL or a dropped sequence): no one else issues on that node while the row lives,
+            -- and this backend issued nothing past the limit its promise gave (the limit is
+            -- the promise less half a lease), so it goes on behind that limit instead of
+            -- claiming a new node at every pooler reset. 'me' names this backend by pid and
+            -- start time; a role that cannot read its start time gets a holder no row has.
+            IF claimed IS NULL THEN
+                FOR cand IN SELECT l.node, l.expires_at_ms
+                    FROM @lease_schema@.idfields_node_lease AS l
+                    WHERE l.layout = lease_key AND l.holder = me AND l.expires_at_ms >= now_ms
+                      AND l.node BETWEEN node_min AND node_max
+                    ORDER BY l.acquired_at_ms DESC
+                LOOP
+                    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
+                    PERFORM FROM @lease_schema@.idfields_node_lease AS l
+                    WHERE l.layout = lease_key AND l.node = cand.node AND l.holder = me
+                      AND l.expires_at_ms = cand.expires_at_ms
+                    FOR UPDATE SKIP LOCKED;
+                    IF FOUND THEN
+                        tick := GREATEST(tick,
+                            ((cand.expires_at_ms - lease_ms / 2) * 1000 - epoch_us) / unit_us);
+                        -- Running ahead of the clock by more than the window: wait, as above.
+                        IF tick > now_tick + max_ahead THEN
+                            started := idfields.clock_us();
+                            PERFORM pg_catalog.pg_sleep(
+                                (tick - max_ahead - now_tick) * unit_us / 1000000.0);
+                            now_tick := now_tick
+                                + GREATEST(idfields.clock_us() - started, 0) / unit_us;
+                            now_ms := (epoch_us + now_tick * unit_us) / 1000;
+                        END IF;
+                        promise := GREATEST(now_ms + lease_ms,
+                            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + lease_ms / 2);
+                        UPDATE @lease_schema@.idfields_node_lease AS l
+                        SET acquired_at_ms = acquired, expires_at_ms = promise
+                        WHERE l.layout = lease_key AND l.node = cand.node;
+                        claimed := cand.node;
+                        EXIT;
+                    END IF;
+                    PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+                END LOOP;
+            END IF;
             -- Lapsed rows first (oldest first), then node numbers never used; nodes another
             -- backend holds and rows another transaction has locked are skipped, not waited on.
             IF claimed IS NULL THEN
@@ -379,12 +434,18 @@ BEGIN
                 END LOOP;
             END IF;
             IF claimed IS NULL THEN
-                RAISE EXCEPTION 'idfields: no free % node: all % are held by live leases',
-                    layout, node_max - node_min + 1
+                SELECT pg_catalog.count(*) INTO last FROM @lease_schema@.idfields_node_lease AS l
+                WHERE l.layout = lease_key AND l.expires_at_ms >= now_ms
+                  AND l.node BETWEEN node_min AND node_max;
+                RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
+                    'the other % are locked by other sessions (advisory locks of class %)',
+                    layout, last, node_max - node_min + 1, node_max - node_min + 1 - last, key
                     USING ERRCODE = '53400',
-                    HINT = 'Every node of the layout is leased (see the idfields_node_lease '
-                           'table). Use fewer connections that generate IDs, wait for dead '
-                           'holders'' leases to lapse, or choose a layout with more node bits.';
+                    HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
+                           '''advisory'', that classid) for the locks. Use fewer connections '
+                           'that generate IDs, wait for dead holders'' leases to lapse, end the '
+                           'sessions holding stray advisory locks, or choose a layout with more '
+                           'node bits.';
             END IF;
         END IF;
     END IF;
@@ -528,8 +589,10 @@ BEGIN
         THEN
             RETURN pg_catalog.setval(seq, last + 1);
         END IF;
-        -- A growing layout moves to a new tick itself inside the validated window.
-        IF NOT wraps AND now_tick <= NULLIF(pg_catalog.current_setting(
+        -- A growing layout moves to a new tick itself inside the validated window: no tick
+        -- past the limit, which a re-take after a reset fences on (time_slow_path).
+        IF NOT wraps AND GREATEST(now_tick, ((last >> ts_shift) & period_mask) + 1)
+                <= NULLIF(pg_catalog.current_setting(
                 'idfields.' || layout || '_limit', true), '')::bigint
             AND last & seq_mask <> seq_mask
         THEN
@@ -877,6 +940,8 @@ FROM @lease_schema@.idfields_node_lease AS l
 $$;
 
 CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_holder_rows();
+-- Every role that may read the lease table may read who holds which node.
+GRANT SELECT ON idfields.node_holders TO PUBLIC;
 
 -- The installed version, which the install operations read before replacing or dropping
 -- anything: an upgrade knows what it replaces, and a version they do not know is refused.
