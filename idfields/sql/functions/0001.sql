@@ -23,8 +23,10 @@
 -- currval()/setval() so the caller's lastval() is left alone; a rollback does not rewind a
 -- sequence, so a backend's IDs keep increasing. The claim (session setting
 -- 'idfields.<layout>_lease') records that sequence's OID and the lease table's: a missing,
--- recreated or new sequence (DISCARD TEMP, DROP, a pooler's reset) drops the claim, and a node
--- is claimed again behind the lease table's fence. The claim and its renewal limit
+-- recreated or new sequence (DISCARD TEMP, DROP, a pooler's reset) drops the claim; the backend
+-- then takes back its own live lease row (holder names its pid and start) behind the limit that
+-- row's promise gave, so a pooler's resets keep one node per backend
+-- (docs/explanation/lease-protocol-database.md). The claim and its renewal limit
 -- ('idfields.<layout>_limit') are session settings set together on every slow-path call, so a
 -- rollback (of the transaction or to a savepoint) reverts both with the lease row they describe.
 -- The switch 'idfields.<layout>' (transaction-local) holds the sequence's OID once a
