@@ -535,7 +535,9 @@ BEGIN
     last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
     next_id := GREATEST(last + 1, (now_tick << {s}) | ({base}));
     -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
-    IF last < next_id AND (next_id # ({base})) & {others} = 0
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    IF last < next_id AND ((last # ({base})) | (next_id # ({base}))) & {others} = 0
         AND {tick_of} <= now_tick + {shape.max_ahead}
         AND {tick_of} <= NULLIF(
             pg_catalog.current_setting({_literal(setting + "_limit")}, true), '')::bigint

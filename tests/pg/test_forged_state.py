@@ -52,3 +52,25 @@ def test_the_app_role_reads_the_node_holders(connect: Connect, app_role: str) ->
         [pid],
     ).fetchall()
     assert rows == [("database", "live")]
+
+
+def test_a_claim_set_by_hand_on_another_backends_node_issues_nothing_there(
+    connect: Connect, app_role: str
+) -> None:
+    """The role rewrites its claim setting to name the node another backend holds, keeping its
+    own sequence: no ID lands on that node (the tick function and the slow path refuse a claim
+    whose node is not the node of the sequence's last ID, and the backend takes back its own)."""
+    victim = connect()
+    victim_id = int(victim.execute("SELECT idfields.next_snowflake()").fetchone()[0])
+    victim_node = (victim_id >> 12) & 1023
+    conn = connect(user=app_role)
+    conn.execute("SELECT idfields.next_snowflake()")
+    claim = conn.execute("SELECT current_setting('idfields.snowflake_lease')").fetchone()[0]
+    forged = ":".join([str(victim_node), *claim.split(":")[1:]])
+    ids: list[int] = []
+    for _ in range(200):  # a transaction each: every one starts from the settings
+        conn.execute("SELECT set_config('idfields.snowflake_lease', %s, false)", [forged])
+        ids.append(int(conn.execute("SELECT idfields.next_snowflake()").fetchone()[0]))
+    on_victims_node = [i for i in ids if (i >> 12) & 1023 == victim_node]
+    assert on_victims_node == []
+    assert len(set(ids)) == len(ids)

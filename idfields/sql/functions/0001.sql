@@ -230,7 +230,12 @@ BEGIN
         me := 'pg:' || pg_catalog.pg_backend_pid() || ':' || pg_catalog.split_part(lease, ':', 5);
         -- The claim was made on a position this sequence no longer holds (dropped, recreated,
         -- or a claim without a sequence): IDs up to its promise may exist, so never go on.
-        IF pg_catalog.split_part(lease, ':', 4) <> seq::oid::text OR last IS NULL THEN
+        -- A claim whose node is not the node of the sequence's last ID was not made here
+        -- (every claim moves the sequence onto its node): a stale or forged setting. Claim
+        -- afresh; this backend's own row, if it has one, is taken back behind its limit.
+        IF pg_catalog.split_part(lease, ':', 4) <> seq::oid::text OR last IS NULL
+            OR last & middle <> (claimed::bigint << node_shift) | fixed
+        THEN
             claimed := NULL;
         END IF;
     END IF;
@@ -641,7 +646,10 @@ BEGIN
     last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
     next_id := GREATEST(last + 1, (now_tick << 22) | (claim[1]::bigint << 12));
     -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
-    IF last < next_id AND (next_id # (claim[1]::bigint << 12)) & -9223372036850585600 = 0
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    IF last < next_id AND ((last # (claim[1]::bigint << 12)) | (next_id # (claim[1]::bigint
+            << 12))) & -9223372036850585600 = 0
         AND next_id >> 22 <= now_tick + 1000
         AND next_id >> 22 <= NULLIF(
             pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint

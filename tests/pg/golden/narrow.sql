@@ -31,7 +31,9 @@ BEGIN
     last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
     next_id := GREATEST(last + 1, (now_tick << 14) | (claim[1]::bigint << 4));
     -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
-    IF last < next_id AND (next_id # (claim[1]::bigint << 4)) & -36028797018947600 = 0
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    IF last < next_id AND ((last # (claim[1]::bigint << 4)) | (next_id # (claim[1]::bigint << 4))) & -36028797018947600 = 0
         AND next_id >> 14 <= now_tick + 1000
         AND next_id >> 14 <= NULLIF(
             pg_catalog.current_setting('idfields.narrow_limit', true), '')::bigint

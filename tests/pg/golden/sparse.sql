@@ -31,7 +31,9 @@ BEGIN
     last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
     next_id := GREATEST(last + 1, (now_tick << 4) | (claim[1]::bigint << 2));
     -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
-    IF last < next_id AND (next_id # (claim[1]::bigint << 2)) & -17592186044404 = 0
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    IF last < next_id AND ((last # (claim[1]::bigint << 2)) | (next_id # (claim[1]::bigint << 2))) & -17592186044404 = 0
         AND next_id >> 4 <= now_tick + 100
         AND next_id >> 4 <= NULLIF(
             pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
