@@ -353,69 +353,49 @@ BEGIN
                     PERFORM pg_catalog.pg_advisory_unlock(key, pos_node);
                 END IF;
             END IF;
-            -- This very backend's own live row (its position lost to DISCARD TEMP/ALL, RESET
-            -- ALL or a dropped sequence): no one else issues on that node while the row lives,
-            -- and this backend issued nothing past the limit its promise gave (the limit is
-            -- the promise less half a lease), so it goes on behind that limit instead of
-            -- claiming a new node at every pooler reset. 'me' names this backend by pid and
-            -- start time; a role that cannot read its start time gets a holder no row has.
+            -- This very backend's own row first: its position was lost (DISCARD TEMP/ALL, RESET
+            -- ALL, a dropped sequence), and no one else issues on that node while the row is
+            -- its own; it issued nothing past the limit its promise gave (the promise less half
+            -- a lease), so it goes on behind that limit instead of claiming a node at every
+            -- pooler reset. 'me' names this backend by pid and start time; a role that cannot
+            -- read its start time gets a holder no row has. Then lapsed rows (oldest first),
+            -- fenced after their promise. Nodes another backend holds and rows another
+            -- transaction has locked are skipped, not waited on.
             IF claimed IS NULL THEN
-                FOR cand IN SELECT l.node, l.expires_at_ms
+                FOR cand IN SELECT l.node, l.expires_at_ms, l.holder = me AS own
                     FROM @lease_schema@.idfields_node_lease AS l
-                    WHERE l.layout = lease_key AND l.holder = me AND l.expires_at_ms >= now_ms
-                      AND l.node BETWEEN node_min AND node_max
-                    ORDER BY l.acquired_at_ms DESC
-                LOOP
-                    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                    PERFORM FROM @lease_schema@.idfields_node_lease AS l
-                    WHERE l.layout = lease_key AND l.node = cand.node AND l.holder = me
-                      AND l.expires_at_ms = cand.expires_at_ms
-                    FOR UPDATE SKIP LOCKED;
-                    IF FOUND THEN
-                        tick := GREATEST(tick,
-                            ((cand.expires_at_ms - lease_ms / 2) * 1000 - epoch_us) / unit_us);
-                        -- Running ahead of the clock by more than the window: wait, as above.
-                        IF tick > now_tick + max_ahead THEN
-                            started := idfields.clock_us();
-                            PERFORM pg_catalog.pg_sleep(
-                                (tick - max_ahead - now_tick) * unit_us / 1000000.0);
-                            now_tick := now_tick
-                                + GREATEST(idfields.clock_us() - started, 0) / unit_us;
-                            now_ms := (epoch_us + now_tick * unit_us) / 1000;
-                        END IF;
-                        promise := GREATEST(now_ms + lease_ms,
-                            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + lease_ms / 2);
-                        UPDATE @lease_schema@.idfields_node_lease AS l
-                        SET acquired_at_ms = acquired, expires_at_ms = promise
-                        WHERE l.layout = lease_key AND l.node = cand.node;
-                        claimed := cand.node;
-                        EXIT;
-                    END IF;
-                    PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-                END LOOP;
-            END IF;
-            -- Lapsed rows first (oldest first), then node numbers never used; nodes another
-            -- backend holds and rows another transaction has locked are skipped, not waited on.
-            IF claimed IS NULL THEN
-                FOR cand IN SELECT l.node, l.expires_at_ms
-                    FROM @lease_schema@.idfields_node_lease AS l
-                    WHERE l.layout = lease_key AND l.expires_at_ms < now_ms
-                      AND l.node BETWEEN node_min AND node_max
-                    ORDER BY l.expires_at_ms
+                    WHERE l.layout = lease_key AND l.node BETWEEN node_min AND node_max
+                      AND (l.expires_at_ms < now_ms OR l.holder = me)
+                    ORDER BY l.holder = me DESC, l.expires_at_ms
                 LOOP
                     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
                     PERFORM FROM @lease_schema@.idfields_node_lease AS l
                     WHERE l.layout = lease_key AND l.node = cand.node
-                      AND l.expires_at_ms = cand.expires_at_ms
+                      AND l.expires_at_ms = cand.expires_at_ms AND (l.holder = me) = cand.own
                     FOR UPDATE SKIP LOCKED;
                     IF FOUND THEN
+                        IF cand.own THEN
+                            tick := GREATEST(tick, ((cand.expires_at_ms - lease_ms / 2) * 1000
+                                - epoch_us) / unit_us);
+                            -- Further ahead of the clock than the window: wait, as above.
+                            IF tick > now_tick + max_ahead THEN
+                                started := idfields.clock_us();
+                                PERFORM pg_catalog.pg_sleep(
+                                    (tick - max_ahead - now_tick) * unit_us / 1000000.0);
+                                now_tick := now_tick
+                                    + GREATEST(idfields.clock_us() - started, 0) / unit_us;
+                                now_ms := (epoch_us + now_tick * unit_us) / 1000;
+                            END IF;
+                            promise := GREATEST(now_ms + lease_ms,
+                                (epoch_us + (tick + 2) * unit_us + 999) / 1000 + lease_ms / 2);
+                        ELSE  -- fencing: strictly after the tick holding the previous promise
+                            tick := GREATEST(tick,
+                                (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
+                        END IF;
                         UPDATE @lease_schema@.idfields_node_lease AS l
                         SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
                         WHERE l.layout = lease_key AND l.node = cand.node;
                         claimed := cand.node;
-                        -- Fencing: start strictly after the tick holding the previous promise.
-                        tick := GREATEST(tick,
-                            (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
                         EXIT;
                     END IF;
                     PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
