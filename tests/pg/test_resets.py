@@ -4,6 +4,7 @@ one node, not one per reset, and no ID repeats (lease-protocol invariants D2 and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 from databases import DbUrl
 
 from tests.pg import pgbouncer
-from tests.pg.conftest import Connect
+from tests.pg.conftest import Connect, fill_but, run_in_threads
 
 RESETS = 1_000
 # PgBouncer 1.18 on the CI machine stops accepting after about 230 connections in a row;
@@ -110,3 +111,49 @@ def test_pooled_clients_through_one_backend_use_one_node(
         assert backend_nodes(admin, pid) == 1
     finally:
         connect().execute("DROP TABLE IF EXISTS pooled_rows")
+
+
+def test_a_backend_killed_half_way_through_a_claim_leaves_nothing_behind(connect: Connect) -> None:
+    """The claimer waits on node 7's row (another transaction is inserting it) when it is
+    terminated: no row and no advisory lock of it remain, and the next claimer gets node 7."""
+    admin = connect()
+    fill_but(admin, {})
+    admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake' AND node = 7")
+    inserting = connect(autocommit=False)
+    inserting.execute(
+        "INSERT INTO public.idfields_node_lease (layout, node, holder, acquired_at_ms, "
+        "expires_at_ms) VALUES ('snowflake', 7, 'app:inserting', 0, 1)"
+    )
+    claimer = connect()
+    pid = claimer.info.backend_pid
+    failures: list[str] = []
+
+    def claim(_: int) -> None:
+        try:
+            claimer.execute("SELECT idfields.next_snowflake()")
+        except psycopg.OperationalError as error:
+            failures.append(type(error).__name__)
+
+    def kill(_: int) -> None:
+        while admin.execute(
+            "SELECT wait_event_type IS DISTINCT FROM 'Lock' FROM pg_stat_activity WHERE pid = %s",
+            [pid],
+        ).fetchone() == (True,):
+            time.sleep(0.01)
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+
+    try:
+        run_in_threads(lambda index: (claim if index == 0 else kill)(index), 2)
+        inserting.rollback()
+        assert failures == ["AdminShutdown"]
+        assert admin.execute(
+            "SELECT count(*) FROM public.idfields_node_lease WHERE holder LIKE %s", [f"pg:{pid}:%"]
+        ).fetchone() == (0,)
+        assert admin.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = %s", [pid]
+        ).fetchone() == (0,)
+        next_id = int(connect().execute("SELECT idfields.next_snowflake()").fetchone()[0])
+        assert (next_id >> 12) & 1023 == 7
+    finally:
+        inserting.rollback()
+        admin.execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
