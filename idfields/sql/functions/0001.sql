@@ -154,6 +154,10 @@ DECLARE
     node_mask bigint := 1;
     -- The bits of an ID that are neither timestamp nor sequence: node and constants.
     middle bigint := 9223372036854775807 # ((period - 1) << ts_shift) # seq_mask;
+    -- The promise less the limit: the limit leads the clock by an eighth of a lease (two
+    -- ticks at least), so the backend renews that often, and a re-take after a reset, which
+    -- fences on the limit, starts at most that far ahead of the clock.
+    margin bigint := lease_ms - GREATEST(lease_ms / 8, unit_us / 500);
     me text;
     last bigint;
     pos bigint;
@@ -281,9 +285,9 @@ BEGIN
     -- The promise covers the tick after this one by half a lease (the limit); a backend far
     -- ahead of its clock renews every tick rather than push its promise, and the fence of its
     -- re-take after a reset, further ahead.
-    IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - lease_ms / 2) * 1000 THEN
+    IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000 THEN
         promise := GREATEST(now_ms + lease_ms,
-            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + lease_ms / 2);
+            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
         IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
             UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
             WHERE l.layout = lease_key AND l.node = claimed
@@ -355,18 +359,25 @@ BEGIN
             END IF;
             -- This very backend's own row first: its position was lost (DISCARD TEMP/ALL, RESET
             -- ALL, a dropped sequence), and no one else issues on that node while the row is
-            -- its own; it issued nothing past the limit its promise gave (the promise less half
-            -- a lease), so it goes on behind that limit instead of claiming a node at every
-            -- pooler reset. 'me' names this backend by pid and start time; a role that cannot
-            -- read its start time gets a holder no row has. Then lapsed rows (oldest first),
-            -- fenced after their promise. Nodes another backend holds and rows another
-            -- transaction has locked are skipped, not waited on.
+            -- its own; it issued nothing past the limit its promise gave (the promise less the
+            -- margin), so it goes on after that limit instead of claiming a node at every
+            -- pooler reset, unless that is further ahead of the clock than the window. 'me'
+            -- names this backend by pid and start time; a role that cannot read its start time
+            -- gets a holder no row has. Then lapsed rows (oldest first), fenced after their
+            -- promise. Nodes another backend holds and rows another transaction has locked are
+            -- skipped, not waited on.
             IF claimed IS NULL THEN
-                FOR cand IN SELECT l.node, l.expires_at_ms, l.holder = me AS own
-                    FROM @lease_schema@.idfields_node_lease AS l
-                    WHERE l.layout = lease_key AND l.node BETWEEN node_min AND node_max
-                      AND (l.expires_at_ms < now_ms OR l.holder = me)
-                    ORDER BY l.holder = me DESC, l.expires_at_ms
+                FOR cand IN SELECT f.node, f.expires_at_ms, f.own, f.fence FROM (
+                        SELECT l.node, l.expires_at_ms, l.holder = me AS own,
+                            CASE WHEN l.holder = me
+                                THEN ((l.expires_at_ms - margin) * 1000 - epoch_us) / unit_us
+                                ELSE (l.expires_at_ms * 1000 - epoch_us) / unit_us + 1
+                            END AS fence
+                        FROM @lease_schema@.idfields_node_lease AS l
+                        WHERE l.layout = lease_key AND l.node BETWEEN node_min AND node_max
+                          AND (l.expires_at_ms < now_ms OR l.holder = me)) AS f
+                    WHERE NOT f.own OR f.fence <= now_tick + max_ahead
+                    ORDER BY f.own DESC, f.expires_at_ms
                 LOOP
                     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
                     PERFORM FROM @lease_schema@.idfields_node_lease AS l
@@ -374,24 +385,9 @@ BEGIN
                       AND l.expires_at_ms = cand.expires_at_ms AND (l.holder = me) = cand.own
                     FOR UPDATE SKIP LOCKED;
                     IF FOUND THEN
-                        IF cand.own THEN
-                            tick := GREATEST(tick, ((cand.expires_at_ms - lease_ms / 2) * 1000
-                                - epoch_us) / unit_us);
-                            -- Further ahead of the clock than the window: wait, as above.
-                            IF tick > now_tick + max_ahead THEN
-                                started := idfields.clock_us();
-                                PERFORM pg_catalog.pg_sleep(
-                                    (tick - max_ahead - now_tick) * unit_us / 1000000.0);
-                                now_tick := now_tick
-                                    + GREATEST(idfields.clock_us() - started, 0) / unit_us;
-                                now_ms := (epoch_us + now_tick * unit_us) / 1000;
-                            END IF;
-                            promise := GREATEST(now_ms + lease_ms,
-                                (epoch_us + (tick + 2) * unit_us + 999) / 1000 + lease_ms / 2);
-                        ELSE  -- fencing: strictly after the tick holding the previous promise
-                            tick := GREATEST(tick,
-                                (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
-                        END IF;
+                        tick := GREATEST(tick, cand.fence);
+                        promise := GREATEST(now_ms + lease_ms,
+                            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
                         UPDATE @lease_schema@.idfields_node_lease AS l
                         SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
                         WHERE l.layout = lease_key AND l.node = cand.node;
@@ -443,7 +439,7 @@ BEGIN
         || pg_catalog.split_part(me, ':', 3) || ':'
         || '@lease_schema@.idfields_node_lease'::regclass::oid, false);
     PERFORM pg_catalog.set_config('idfields.' || layout || '_limit', LEAST(
-        ((promise - lease_ms / 2) * 1000 - epoch_us) / unit_us - 1,
+        ((promise - margin) * 1000 - epoch_us) / unit_us - 1,
         CASE WHEN NOT wraps THEN period - 2 END)::text, false);
     PERFORM pg_catalog.set_config('idfields.' || layout, seq::oid::text, true);
     IF continues AND tick = pos_tick THEN
