@@ -11,8 +11,9 @@
 -- never used; the new holder starts strictly after the old expires_at_ms), holding a
 -- session-level advisory lock (idfields.lease_lock_key(lease key), node) while it uses the node.
 -- The row says holder = 'pg:<pid>:<backend start, unix ms>', and expires_at_ms is the backend's
--- promise: it issues no timestamp after it, and renews it (UPDATE of its own row) once less
--- than half the lease is left. App-side claimers need no change: a live backend's row is
+-- promise: it issues no tick past its limit (the promise less a margin, leading the clock by an
+-- eighth of a lease) and renews it (UPDATE of its own row) when it reaches that limit, so the
+-- promise stays most of a lease ahead. App-side claimers need no change: a live backend's row is
 -- unexpired like a live process's. Claims never wait: nodes another backend holds are skipped
 -- (advisory try-lock), rows another transaction locked are skipped (FOR UPDATE SKIP LOCKED).
 -- A backend idle past its lease may lose the row to an app process; its next call sees the
@@ -282,7 +283,7 @@ BEGIN
             HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
                    'timestamp.';
     END IF;
-    -- The promise covers the tick after this one by half a lease (the limit); a backend far
+    -- The promise covers the tick after this one by the margin (the limit); a backend far
     -- ahead of its clock renews every tick rather than push its promise, and the fence of its
     -- re-take after a reset, further ahead.
     IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000 THEN
