@@ -35,8 +35,6 @@ class Assignment:
       which returns the new ``(renew_after_ns, valid_until_ns)`` or raises NodeError when the
       lease was lost; the generator then takes a new node.
     - ``release(issued_until_ns)`` gives the node back, saying how far the holder issued.
-    - ``max_skew_ns`` caps how far the generator may run ahead of its clock: a source that
-      fences a dead holder by its clock plus this bound (a reclaimed lease) relies on it.
     """
 
     values: Mapping[str, int]
@@ -45,7 +43,6 @@ class Assignment:
     renew_after_ns: int | None = None
     renew: Callable[[], tuple[int, int]] | None = field(default=None, compare=False)
     release: Callable[[int], None] | None = field(default=None, compare=False)
-    max_skew_ns: int | None = None
 
 
 @runtime_checkable

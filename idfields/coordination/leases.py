@@ -1,19 +1,27 @@
 """Node leases (``idfields_node_lease``): a node no live process holds, for time-based layouts.
 
-A row per (layout, node) says who holds the node and until when (``expires_at_ms``: the holder
-issues no timestamp after it). Claiming is a single conditional statement, so of any number of
-racing processes exactly one wins a node:
+The rules are the numbered invariants of docs/explanation/lease-protocol.md; each is named where
+it is kept. A row per (layout, node) says who holds the node (``holder``, a string naming one
+claim) and the last time it may issue (``expires_at_ms``, on the holder's own clock).
 
-- a node never used is inserted if absent;
-- a lapsed row (``expires_at_ms < now``) is taken by a compare-and-set on its old expiry, and
-  that old expiry fences the new holder: it issues only timestamps strictly after it, so never
-  an ID the previous holder (even one killed mid-write, or on a host whose clock differs)
-  could have issued.
+- L1: a holder issues only timestamps after its fence and never after its recorded expiry: it
+  renews (a third of the ttl in) before it goes on, and stops where a renewal found the row no
+  longer its own.
+- L2: a claim is one compare-and-set on the row as read, holder string included. Every claim
+  writes a holder string with 64 fresh random bits, so a row that went from A to B and back
+  to A's expiry is never mistaken for the one read: of any number of racers, one wins.
+- L3: a row whose expiry is not yet past is taken only when its holder provably cannot issue
+  again (``holders.Holder.provably_dead``, a PostgreSQL backend gone from the server); anything
+  unreadable or foreign is alive.
+- L4: the new holder is fenced at the old row's expiry, the holder's own promise, never at a
+  time read from the claimer's clock. The claimer's clock only decides when a claim is worth
+  trying (a lapsed row; a dead or released one whose fence is within the run-ahead of a
+  generator), never what the new holder may issue.
 
 Candidates are tried in random order, so many processes starting at once spread over the node
 space instead of all racing for node 0. A clean exit releases the row (its expiry drops to what
 the holder really issued), so restarts reuse nodes and never exhaust the space; a killed
-process's row lapses ``ttl`` after its last renewal.
+process's row lapses ``ttl`` after its last renewal, or, proven dead, a second before that.
 
 Rows are keyed by the layout's identity (:attr:`Layout.lease_key`: the bare name of a built-in,
 ``name#<fingerprint>`` of a user layout), not its name. A layout changed under its old name
@@ -28,17 +36,6 @@ advisory lock on each node they claim (class :func:`lease_lock_key`). They keep 
 they issued may outlive its lease row: a claim made inside a savepoint that rolled back leaves
 the row lapsed, and the ID can be kept. On PostgreSQL a claim therefore takes that lock too, for
 its own transaction, and skips a node a backend holds.
-
-Crash loops: when no node is free, a row whose holder is provably dead is reclaimed at once
-instead of after the ttl: an app process on this host (same host and boot, its pid gone or
-reused; see ``holders``), or a PostgreSQL backend gone from ``pg_stat_activity``. The dead
-holder issued nothing after its death, and every leased generator runs at most
-``LEASE_MAX_SKEW_MS`` ahead of its clock (the assignment caps it; the SQL functions too), so the
-new holder is fenced at ``min(expiry, now + LEASE_MAX_SKEW_MS)`` on the dead holder's own clock
-(this host's, or the server's): later than any ID it could have issued. That needs the clock not
-to have stepped back since its last ID, so only rows whose claim and last renewal are not in
-that clock's future are reclaimed (processes of one host share the ttl setting, which dates the
-renewal).
 
 A database error backs the source off (0.1 s, doubling up to 10 s) before its next attempt, so
 a generator that lost its lease during an outage retries instead of hammering the database or
@@ -69,8 +66,9 @@ logger = logging.getLogger("idfields.coordination")
 
 _NS_PER_MS = 1_000_000
 _PROBES = 32  # random nodes tried before enumerating the whole space
-LEASE_MAX_SKEW_MS = 1000  # run-ahead cap of leased generators (and of the SQL functions)
-DATABASE_LEASE_MS = 2000  # the SQL functions' lease: a backend renews to now + this
+# A claim is worth making only when its fence is at most this far ahead of our clock: a
+# generator runs that far ahead (its default max_skew) rather than waiting for the clock.
+CLAIM_AHEAD_MS = 1000
 _FIRST_BACKOFF_MS = 100
 _MAX_BACKOFF_MS = 10_000
 
@@ -142,10 +140,9 @@ class LeaseSource:
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
             rows, fence = self._own_rows(layout, key, now)
-            expiries = {row.node: row.expires for row in rows}
-            for node in _candidates(placed, expiries, now):
-                old_expiry = expiries.get(node)
-                lease = self._claim(key, node, old_expiry, holder, now, max(old_expiry or 0, fence))
+            by_node = {row.node: row for row in rows}
+            for node in _candidates(placed, by_node, now):
+                lease = self._claim(key, node, by_node.get(node), holder, now, fence)
                 if lease is not None:
                     self._check_no_other_layout(layout, key, lease)
                     return lease
@@ -153,7 +150,7 @@ class LeaseSource:
             if lease is not None:
                 self._check_no_other_layout(layout, key, lease)
                 return lease
-        live = sum(1 for expires in expiries.values() if expires >= now)
+        live = sum(1 for row in rows if row.expires >= now)
         raise NodeError(
             f"no free node for layout {layout.name!r}: {live} of its {placed.size} nodes "
             f"({placed.minimum}..{placed.maximum}) are leased by live processes. Run fewer "
@@ -182,24 +179,22 @@ class LeaseSource:
     def _reclaim(
         self, key: str, rows: list[_Row], holder: str, now: int, fence: int
     ) -> _Lease | None:
-        """Take a node whose holder is provably dead, fenced after anything it could have issued.
-
-        App holders: dead on this host (same boot, pid gone or reused), judged on our clock.
-        Database backends: their pid gone from ``pg_stat_activity``, judged on the server's
-        clock, which is the one they issued on.
-        """
-        backends = _backends(self._database, rows)
-        for row in rows:
+        """Take a node before its lease ends, when its holder provably cannot issue again (L3):
+        an app process judged dead in this very place (``holders``), or a PostgreSQL backend
+        gone from ``pg_stat_activity``. Fenced at the dead holder's own expiry (L4), so only
+        rows whose expiry is within :data:`CLAIM_AHEAD_MS` of our clock are worth the claim."""
+        soon = [row for row in rows if now <= row.expires <= now + CLAIM_AHEAD_MS and row.holder]
+        if not soon:
+            return None
+        backends = _live_backends(self._database, soon)
+        for row in sorted(soon, key=lambda row: row.expires):
             who = holders.parse(row.holder)
-            if who.kind == "database" and backends is not None:
-                live_pids, clock = backends
-                dead, renewed = who.pid not in live_pids, row.expires - DATABASE_LEASE_MS
+            if who.kind == "database":
+                dead = backends is not None and who.pid is not None and who.pid not in backends
             else:
-                dead, clock = who.is_dead_here(), now
-                renewed = row.expires - self._ttl_ms  # its last renewal, if it shared our ttl
-            if dead and max(row.acquired, renewed) <= clock:
-                behind = max(min(row.expires, clock + LEASE_MAX_SKEW_MS), fence)
-                lease = self._claim(key, row.node, row.expires, holder, now, behind)
+                dead = who.provably_dead()
+            if dead:
+                lease = self._claim(key, row.node, row, holder, now, fence)
                 if lease is not None:
                     return lease
         return None
@@ -242,21 +237,16 @@ class LeaseSource:
         )
 
     def _claim(
-        self,
-        layout: str,
-        node: int,
-        old_expiry: int | None,
-        holder: str,
-        now: int,
-        fence: int | None = None,
+        self, layout: str, node: int, old: _Row | None, holder: str, now: int, fence: int
     ) -> _Lease | None:
-        """Take ``node`` if its row still has ``old_expiry``; fenced at ``fence`` (default: that
-        expiry, the latest time its previous holder may have issued)."""
+        """Take ``node`` if its row is still ``old`` as read (L2: ``holder`` names one claim, so
+        no later write can look like it); the new holder is fenced after the old row's expiry
+        and ``fence`` (L4)."""
         expires = now + self._ttl_ms
         with self._no_backend_on(layout, node) as free:
             if not free:
                 return None
-            if old_expiry is None:
+            if old is None:
                 won = insert_if_absent(
                     self._database,
                     "idfields_node_lease",
@@ -267,18 +257,17 @@ class LeaseSource:
                 won = (
                     self._database.execute(
                         "UPDATE idfields_node_lease SET holder = %s, acquired_at_ms = %s, "
-                        "expires_at_ms = %s WHERE layout = %s AND node = %s "
-                        "AND expires_at_ms = %s",
-                        [holder, now, expires, layout, node, old_expiry],
+                        "expires_at_ms = %s WHERE layout = %s AND node = %s AND holder = %s "
+                        "AND acquired_at_ms = %s AND expires_at_ms = %s",
+                        [holder, now, expires, layout, node, old.holder, old.acquired, old.expires],
                     ).rowcount
                     == 1
                 )
         if not won:
             return None
-        if fence is None:
-            fence = old_expiry or 0
-        reclaimed = fence < (old_expiry or 0)
-        return _Lease(self, layout, node, holder, now, expires, fence, reclaimed)
+        old_expiry = 0 if old is None else old.expires
+        reclaimed = old is not None and old.holder != "" and old.expires >= now
+        return _Lease(self, layout, node, holder, now, expires, max(old_expiry, fence), reclaimed)
 
     @contextmanager
     def _no_backend_on(self, layout: str, node: int) -> Iterator[bool]:
@@ -375,7 +364,6 @@ class _Lease:
             renew_after_ns=self._renew_after_ns(),
             renew=self.renew,
             release=self.release,
-            max_skew_ns=LEASE_MAX_SKEW_MS * _NS_PER_MS,
         )
 
     def _renew_after_ns(self) -> int:
@@ -465,16 +453,13 @@ def lease_lock_key(lease_key: str) -> int:
     return int.from_bytes(digest.digest()[:4], "big") & 0x7FFF_FFFF
 
 
-def _backends(database: Database, rows: list[_Row]) -> tuple[set[int], int] | None:
-    """PostgreSQL's live backend pids and its clock (ms), when a database backend holds a row."""
+def _live_backends(database: Database, rows: list[_Row]) -> set[int] | None:
+    """The pids of PostgreSQL's live backends, when a database backend holds one of ``rows``."""
     if database.vendor != "postgresql" or not any(
         row.holder.startswith(holders.DATABASE_PREFIX) for row in rows
     ):
         return None
-    found = database.execute(
-        "SELECT pid, (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM pg_stat_activity"
-    ).rows
-    return {int(pid) for pid, _ in found}, max(int(clock) for _, clock in found)
+    return {int(pid) for (pid,) in database.execute("SELECT pid FROM pg_stat_activity").rows}
 
 
 def _named(name: str) -> tuple[str, list[object]]:
@@ -508,12 +493,17 @@ def _lease_field(layout: Layout) -> PlacedField:
     return layout.node_fields[0]
 
 
-def _candidates(placed: PlacedField, expiries: Mapping[int, int], now: int) -> Iterator[int]:
-    """Free nodes in random order: a few random probes first, then all the others."""
+def _candidates(placed: PlacedField, rows: Mapping[int, _Row], now: int) -> Iterator[int]:
+    """Free nodes in random order: a few random probes first, then all the others. Free: never
+    used, lapsed, or released with a fence within our run-ahead."""
 
     def free(node: int) -> bool:
-        expires = expiries.get(node)
-        return expires is None or expires < now
+        row = rows.get(node)
+        return (
+            row is None
+            or row.expires < now
+            or (not row.holder and row.expires <= now + CLAIM_AHEAD_MS)
+        )
 
     nodes = range(placed.minimum, placed.maximum + 1)
     probes = random.sample(nodes, min(_PROBES, len(nodes)))

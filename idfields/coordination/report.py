@@ -25,8 +25,8 @@ HEADERS = ("layout", "node", "kind", "host", "pid", "since (UTC)", "expires (UTC
 def holder_rows(leases: Sequence[LeaseInfo]) -> list[tuple[str, ...]]:
     """One row per lease: app processes and database backends alike, in :data:`HEADERS` order.
 
-    State is ``live``, ``dead`` (live on paper, but its holder is provably gone from this host:
-    the next claim takes the node at once), ``expired`` or ``released``.
+    State is ``live``, ``dead`` (live on paper, but its holder provably cannot issue again: a
+    claim takes the node once its expiry is within a second), ``expired`` or ``released``.
     """
     rows: list[tuple[str, ...]] = []
     for lease in leases:
@@ -36,7 +36,7 @@ def holder_rows(leases: Sequence[LeaseInfo]) -> list[tuple[str, ...]]:
         elif not lease.live:
             state = "expired"
         else:
-            state = "dead" if holder.is_dead_here() else "live"
+            state = "dead" if holder.provably_dead() else "live"
         rows.append(
             (
                 lease.layout,

@@ -61,7 +61,6 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._max_tick = NO_LIMIT if geometry.max_tick is None else geometry.max_tick
         self._renew_tick = self._expiry_tick = self._limit_tick = self._max_tick
         self._renew_error: Exception | None = None
-        self._max_skew_ns = max_skew_ns
         self._skew_ticks = max_skew_ns // self._unit_ns
         self._max_wait_ns = max_wait_ns
 
@@ -128,15 +127,8 @@ class TimeGenerator(TimeCore, IdGenerator):
 
     def _assign(self) -> Assignment:
         assignment = super()._assign()
-        self._apply_skew_cap(assignment)
         self._apply_window(assignment.renew_after_ns, assignment.valid_until_ns)
         return assignment
-
-    def _apply_skew_cap(self, assignment: Assignment) -> None:
-        """A lease may cap the run-ahead: a reclaimed node's fence assumes that bound."""
-        cap = assignment.max_skew_ns
-        skew_ns = self._max_skew_ns if cap is None else min(self._max_skew_ns, cap)
-        self._skew_ticks = skew_ns // self._unit_ns
 
     def _apply_window(self, renew_after_ns: int | None, valid_until_ns: int | None) -> None:
         tick_of = self.layout.tick_of

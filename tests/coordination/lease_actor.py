@@ -46,16 +46,22 @@ def main(vendor: str, target: str, name: str, nodes: str, ttl_s: str, out: str) 
     try:
         first = generator.take(64)
     except NodeError:
-        Path(f"{out}.node").write_text("none")
+        _say(out, "none")
         return
     os.write(fd, struct.pack(f"<{len(first)}q", *first))
-    Path(f"{out}.node").write_text(str(generator.node["node"]))  # type: ignore[index]
+    _say(out, str(generator.node["node"]))  # type: ignore[index]
     stop = Path(f"{out}.stop")
     while not stop.exists():
         ids = generator.take(64)
         os.write(fd, struct.pack(f"<{len(ids)}q", *ids))
         time.sleep(0.001)
     os._exit(0)  # no release: the lease stays behind as a killed holder's would
+
+
+def _say(out: str, node: str) -> None:
+    """Write ``OUT.node`` whole (renamed into place): the test reads it as soon as it exists."""
+    Path(f"{out}.part").write_text(node)
+    os.replace(f"{out}.part", f"{out}.node")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,231 @@
+"""The lease protocol, checked as a model: hypothesis drives processes that claim, renew, issue,
+release, die and race each other, each on a clock of its own (skewed, stepped, left behind while
+idle) and with the lease ttl of its own deploy, against one real SQLite database. After every
+step no two issuers may share a (node, millisecond): each issuer's window is the ticks it may
+still issue, (fence, expiry] as it knows them, while it holds a lease, and the ticks it did
+issue, (fence, highest issued], once it died, lost the lease or released it. A claim's stall
+between reading the rows and writing its claim is a step of its own.
+
+Whether a holder is dead is the model's to say (``Holder.provably_dead`` answers from it): the
+proof itself is tested on real processes in other namespaces (test_lease_liveness.py). The
+invariants are those of docs/explanation/lease-protocol.md.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from dbapi_database import SCHEMA, DbApiDatabase
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    multiple,
+    rule,
+)
+from test_coordination_leases import lease_layout
+
+from idfields import NodeError
+from idfields.coordination import LeaseSource, Result, holders
+from idfields.nodes import Assignment
+
+MS = 1_000_000
+START_MS = 1_900_000_000_000  # 2030: after anything a real-clock test leased
+SKEWS_MS = [-3000, -1000, -300, 0, 300, 1000, 3000]
+TTLS_S = [1.0, 1.5, 2.0, 4.5, 9.0]
+
+
+class Stallable:
+    """The real database; ``stall`` runs once before the next claim's first write."""
+
+    def __init__(self, inner: DbApiDatabase) -> None:
+        self._inner = inner
+        self.stall: Callable[[], None] | None = None
+
+    @property
+    def vendor(self) -> str:
+        return self._inner.vendor
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        if sql.startswith(("UPDATE idfields_node_lease SET holder", "INSERT")):
+            stall, self.stall = self.stall, None
+            if stall is not None:
+                stall()
+        return self._inner.execute(sql, params)
+
+    def atomic(self) -> AbstractContextManager[None]:
+        return self._inner.atomic()
+
+
+@dataclass
+class Window:
+    """Ticks (ms) an issuer issued or may still issue on a node: (fence, until]."""
+
+    node: int
+    fence: int
+    until: int
+
+    def overlaps(self, other: Window) -> bool:
+        if self.node != other.node or self.until <= self.fence or other.until <= other.fence:
+            return False
+        return self.fence < other.until and other.fence < self.until
+
+
+@dataclass
+class Process:
+    name: str
+    skew_ms: int
+    ttl_s: float
+    database: Stallable
+    source: LeaseSource
+    lease: Assignment | None = None
+    window: Window | None = None
+    issued: int = 0
+    windows: list[Window] = field(default_factory=list)
+
+
+class LeaseProtocol(RuleBasedStateMachine):
+    processes = Bundle("processes")
+    database: DbApiDatabase  # one SQLite file for every example (each leases its own layout)
+    dead: set[str] = set()  # holder names of processes killed, in every example
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now_ms = START_MS
+        self.everyone: list[Process] = []
+        self.token = secrets.token_hex(4)
+        self.layout = lease_layout(f"model_{self.token}", node_bits=1, maximum=0)  # one node
+
+    @initialize(target=processes, count=st.integers(2, 4))
+    def start(self, count: int) -> object:
+        return multiple(*(self._spawn(0, 9.0) for _ in range(count)))
+
+    @rule(target=processes, skew=st.sampled_from(SKEWS_MS), ttl=st.sampled_from(TTLS_S))
+    def deploy(self, skew: int, ttl: float) -> Process:
+        """A process of the next deploy: another ttl, another host clock."""
+        return self._spawn(skew, ttl)
+
+    def _spawn(self, skew: int, ttl: float) -> Process:
+        name = f"{self.token}-p{len(self.everyone)}"
+        database = Stallable(self.database)
+        process = Process(name, skew, ttl, database, LeaseSource(database, ttl_s=ttl))
+        process.source = LeaseSource(
+            database, ttl_s=ttl, holder=name, clock=lambda: self._clock_of(process)
+        )
+        self.everyone.append(process)
+        return process
+
+    def _clock_of(self, process: Process) -> int:
+        return (self.now_ms + process.skew_ms) * MS
+
+    @rule(ms=st.sampled_from([1, 100, 333, 500, 1000, 2000, 5000]))
+    def time_passes(self, ms: int) -> None:
+        self.now_ms += ms
+
+    @rule(process=processes, step=st.sampled_from([-3000, -500, -1, 1, 500, 3000]))
+    def clock_steps(self, process: Process, step: int) -> None:
+        """NTP steps one host's clock, either way."""
+        process.skew_ms += step
+
+    @rule(process=processes, rival=st.none() | processes)
+    def claim(self, process: Process, rival: Process | None) -> None:
+        """``process`` claims; a ``rival`` claims between its read of the rows and its write."""
+        if rival is not None and rival is not process:
+            process.database.stall = lambda: self._claim(rival)
+        self._claim(process)
+        process.database.stall = None
+
+    def _claim(self, process: Process) -> None:
+        if process.name in self.dead or process.lease is not None:
+            return
+        try:
+            lease = process.source.acquire(self.layout)
+        except NodeError:
+            return
+        assert lease.valid_until_ns is not None
+        process.lease = lease
+        node = lease.values["node"]
+        process.window = Window(node, lease.not_before_ns // MS, lease.valid_until_ns // MS)
+        process.windows.append(process.window)
+        process.issued = process.window.fence
+
+    @rule(process=processes, ahead=st.sampled_from([0, 1, 500, 1000]))
+    def issue(self, process: Process, ahead: int) -> None:
+        """The generator issues at its clock, up to a second ahead, within its window."""
+        window = process.window
+        if process.name in self.dead or window is None:
+            return
+        wanted = self._clock_of(process) // MS + ahead
+        if window.fence < wanted <= window.until:
+            process.issued = max(process.issued, wanted)
+
+    @rule(process=processes)
+    def renew(self, process: Process) -> None:
+        lease, window = process.lease, process.window
+        if process.name in self.dead or lease is None or window is None:
+            return
+        assert lease.renew is not None
+        try:
+            _, valid_until_ns = lease.renew()
+        except NodeError:  # lost: it stops where it is, and may claim again
+            window.until = min(window.until, process.issued)
+            process.lease = process.window = None
+            return
+        window.until = valid_until_ns // MS
+
+    @rule(process=processes)
+    def release(self, process: Process) -> None:
+        lease, window = process.lease, process.window
+        if process.name in self.dead or lease is None or window is None:
+            return
+        assert lease.release is not None
+        lease.release(process.issued * MS)
+        window.until = min(window.until, process.issued)
+        process.lease = process.window = None
+
+    @rule(process=processes)
+    def dies(self, process: Process) -> None:
+        """SIGKILL of a holder: what it issued stays issued."""
+        if process.window is None or process.name in self.dead:
+            return
+        self.dead.add(process.name)
+        process.window.until = min(process.window.until, process.issued)
+
+    @invariant()
+    def no_two_issuers_share_a_tick(self) -> None:
+        owned = [(p.name, w) for p in self.everyone for w in p.windows]
+        for index, (name, window) in enumerate(owned):
+            for other_name, other in owned[index + 1 :]:
+                assert not window.overlaps(other), (
+                    f"{name} {window} and {other_name} {other} may issue the same IDs"
+                )
+
+
+@pytest.fixture
+def model_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[DbApiDatabase]:
+    """The model's SQLite database; the model says who is provably dead."""
+    database = DbApiDatabase("sqlite", str(tmp_path / "model.sqlite3"))
+    for statement in SCHEMA["sqlite"]:
+        database.execute(statement)
+    monkeypatch.setattr(LeaseProtocol, "database", database, raising=False)
+    monkeypatch.setattr(
+        holders.Holder, "provably_dead", lambda self: self.host in LeaseProtocol.dead
+    )
+    yield database
+    database.close()
+
+
+@pytest.mark.slow
+def test_no_two_issuers_ever_share_a_tick(model_database: DbApiDatabase) -> None:
+    machine = settings(max_examples=1000, stateful_step_count=20, deadline=None, derandomize=True)(
+        LeaseProtocol
+    )
+    machine.TestCase().runTest()
