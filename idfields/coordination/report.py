@@ -70,8 +70,9 @@ class NodeRoom:
         return self.layout.node_count - self.in_use
 
     def restarts_absorbed(self, ttl_s: float) -> float:
-        """Restarts per second on *other* hosts the free nodes absorb: a node a killed process
-        held lapses ``ttl_s`` after its last renewal (same-host restarts reclaim at once)."""
+        """Restarts per second the free nodes absorb: a node a killed process held lapses
+        ``ttl_s`` after its last renewal (a second earlier when a claimer in its own PID and
+        time namespace proves it dead)."""
         return self.free / ttl_s
 
 
@@ -97,7 +98,7 @@ class LaunchRoom:
 
 
 def node_room(database: Database, layout: Layout) -> NodeRoom:
-    """Live leases of ``layout`` (dead local holders count as used until reclaimed)."""
+    """Live leases of ``layout`` (dead holders count as used until their leases end)."""
     leases = list_leases(database, layout.lease_key)
     return NodeRoom(layout, sum(1 for lease in leases if lease.live))
 
@@ -122,6 +123,6 @@ def room_line(database: Database, layout: Layout, ttl_s: float) -> str:
     return (
         f"{layout.name}: {nodes.free:,} of {layout.node_count:,} nodes free ({nodes.in_use} "
         f"leased); absorbs {nodes.restarts_absorbed(ttl_s):,.1f} restarts/s from other hosts "
-        f"at a {ttl_s:g} s lease ttl (same-host restarts take their dead predecessor's node at "
-        f"once); timestamps run out: {layout.runs_out_text}"
+        f"at a {ttl_s:g} s lease ttl (a killed holder's node lapses with its lease); "
+        f"timestamps run out: {layout.runs_out_text}"
     )

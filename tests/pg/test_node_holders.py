@@ -1,5 +1,6 @@
 """One view of who holds which node: database backends beside app processes, and a dead
-backend's node taken back at once instead of after its lease."""
+backend's node taken back before its lease ends, behind its own expiry (invariants L3 and L4 of
+docs/explanation/lease-protocol.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from dbapi_database import DbApiDatabase
@@ -56,11 +58,16 @@ def test_a_live_backends_node_is_left_and_a_dead_ones_taken_back_behind_its_fenc
         # with a timeout it returns once the backend is gone, its advisory locks with it
         gone = admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid]).fetchone()
         assert gone == (True,)
-    generator = make_generator(layout, LeaseSource(db))
-    first = generator()  # at once, not after the 2 s lease...
+
+    # A claimer 1.1 s later: the lease has 0.9 s left, within a generator's run-ahead.
+    def later() -> int:
+        return time.time_ns() + 1_100_000_000
+
+    generator = make_generator(layout, LeaseSource(db, clock=later), clock=later)
+    first = generator()  # before the 2 s lease ends...
     assert generator.node == {"node": 0}
     stamped = layout.decode(first).time_ns
-    assert stamped is not None and stamped // 10**6 > acquired + 1000  # ...behind its fence
+    assert stamped is not None and stamped // 10**6 > acquired + 2000  # ...behind its expiry
     generator.close()
     db.close()
 

@@ -74,8 +74,8 @@ def _facts(layout: Layout, state: tuple[dict[str, int], int | None] | None) -> l
         facts.append(f"nodes free: {room.free:,}")
         facts.append(
             f"restarts absorbed: {room.restarts_absorbed(ttl):,.1f}/s from other hosts (a dead "
-            f"holder's node lapses {ttl:g} s after its last renewal); same-host restarts reclaim "
-            "it at once"
+            f"holder's node lapses {ttl:g} s after its last renewal, a second earlier when a "
+            "restart in its own PID and time namespace proves it dead)"
         )
     elif state[1] is not None:
         facts.append(f"launch {state[1]}: {MAX_LAUNCH_ID - state[1]:,} launch ids left")
