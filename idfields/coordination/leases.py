@@ -150,7 +150,7 @@ class LeaseSource:
             if lease is not None:
                 self._check_no_other_layout(layout, key, lease)
                 return lease
-        live = sum(1 for row in rows if row.expires >= now)
+        live = sum(1 for row in rows if row.holder and row.expires >= now)
         raise NodeError(
             f"no free node for layout {layout.name!r}: {live} of its {placed.size} nodes "
             f"({placed.minimum}..{placed.maximum}) are leased by live processes. Run fewer "

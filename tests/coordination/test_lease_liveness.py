@@ -31,6 +31,8 @@ pytestmark = [
 ACTOR = Path(__file__).with_name("lease_actor.py")
 TESTS = Path(__file__).parent.parent
 PID_NAMESPACE = ["unshare", "--pid", "--fork", "--mount-proc"]
+# A PID namespace still seeing the host's /proc, whose pids are not its own.
+PID_NAMESPACE_HOST_PROC = ["unshare", "--pid", "--fork"]
 TIME_NAMESPACE = ["unshare", "--time", "--boottime", "1000", "--fork"]
 # A claimer as user nobody behind a /proc mounted with hidepid=invisible (systemd's
 # ProtectProc=invisible): other users' processes are not there to read.
@@ -168,10 +170,13 @@ def _claim_while_held(scene: Scene, holder: list[str], claimer: list[str]) -> tu
     return got, scene.duplicates()
 
 
-def test_holders_in_other_pid_namespaces_are_alive(scene: Scene) -> None:
+@pytest.mark.parametrize(
+    "namespace", [PID_NAMESPACE, PID_NAMESPACE_HOST_PROC], ids=["own proc", "host proc"]
+)
+def test_holders_in_other_pid_namespaces_are_alive(scene: Scene, namespace: list[str]) -> None:
     """Containers sharing the host's name and boot id: each holder is pid 1 of its own
     namespace, and so is the claimer. None can prove another dead."""
-    got, duplicates = _claim_while_held(scene, PID_NAMESPACE, PID_NAMESPACE)
+    got, duplicates = _claim_while_held(scene, namespace, namespace)
     assert (got, duplicates) == ("none", 0)
 
 
