@@ -6,47 +6,20 @@ a later claim can write again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, suppress
+from collections.abc import Iterator
+from contextlib import suppress
 
 import pytest
 from coordination_procs import CONTEXT
 from dbapi_database import DbApiDatabase
+from stalling import Stalling
 from test_coordination_leases import lease_layout
 
 from idfields import Layout, NodeError
-from idfields.coordination import LeaseSource, Result
+from idfields.coordination import LeaseSource
 from idfields.nodes import Assignment
 
 MS = 1_000_000
-
-
-class Stalling:
-    """The real database, with a process preempted between reading the lease rows and writing
-    its claim: ``pause`` runs once, before the claim's first write (on PostgreSQL the claim's
-    transaction, which takes the node's advisory lock)."""
-
-    def __init__(self, inner: DbApiDatabase, pause: Callable[[], None]) -> None:
-        self._inner = inner
-        self._pause: Callable[[], None] | None = pause
-
-    @property
-    def vendor(self) -> str:
-        return self._inner.vendor
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
-        if sql.startswith(("UPDATE idfields_node_lease", "INSERT")):
-            self._stall()
-        return self._inner.execute(sql, params)
-
-    def atomic(self) -> AbstractContextManager[None]:
-        self._stall()
-        return self._inner.atomic()
-
-    def _stall(self) -> None:
-        pause, self._pause = self._pause, None
-        if pause is not None:
-            pause()
 
 
 def _die_holding(index: int, db: DbApiDatabase, layout: Layout, ttl_s: float) -> None:
@@ -73,7 +46,8 @@ def _race(db: DbApiDatabase, layout: Layout, racers: int, ttl_s: float, now_ms: 
     def claim(index: int) -> None:
         if index == racers:
             return
-        stalled = Stalling(db, lambda: claim(index + 1))
+        stalled = Stalling(db)
+        stalled.stall = lambda: claim(index + 1)
         source = LeaseSource(stalled, ttl_s=ttl_s, clock=lambda: now_ms * MS)
         with suppress(NodeError):
             won.append(source.acquire(layout))

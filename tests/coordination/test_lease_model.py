@@ -14,8 +14,7 @@ invariants are those of docs/explanation/lease-protocol.md.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,38 +30,17 @@ from hypothesis.stateful import (
     multiple,
     rule,
 )
+from stalling import Stalling
 from test_coordination_leases import lease_layout
 
 from idfields import NodeError
-from idfields.coordination import LeaseSource, Result, holders
+from idfields.coordination import LeaseSource, holders
 from idfields.nodes import Assignment
 
 MS = 1_000_000
 START_MS = 1_900_000_000_000  # 2030: after anything a real-clock test leased
 SKEWS_MS = [-3000, -1000, -300, 0, 300, 1000, 3000]
 TTLS_S = [1.0, 1.5, 2.0, 4.5, 9.0]
-
-
-class Stallable:
-    """The real database; ``stall`` runs once before the next claim's first write."""
-
-    def __init__(self, inner: DbApiDatabase) -> None:
-        self._inner = inner
-        self.stall: Callable[[], None] | None = None
-
-    @property
-    def vendor(self) -> str:
-        return self._inner.vendor
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
-        if sql.startswith(("UPDATE idfields_node_lease SET holder", "INSERT")):
-            stall, self.stall = self.stall, None
-            if stall is not None:
-                stall()
-        return self._inner.execute(sql, params)
-
-    def atomic(self) -> AbstractContextManager[None]:
-        return self._inner.atomic()
 
 
 @dataclass
@@ -84,8 +62,8 @@ class Process:
     name: str
     skew_ms: int
     ttl_s: float
-    database: Stallable
-    source: LeaseSource
+    database: Stalling
+    source: LeaseSource = field(init=False)
     lease: Assignment | None = None
     window: Window | None = None
     issued: int = 0
@@ -115,8 +93,8 @@ class LeaseProtocol(RuleBasedStateMachine):
 
     def _spawn(self, skew: int, ttl: float) -> Process:
         name = f"{self.token}-p{len(self.everyone)}"
-        database = Stallable(self.database)
-        process = Process(name, skew, ttl, database, LeaseSource(database, ttl_s=ttl))
+        database = Stalling(self.database)
+        process = Process(name, skew, ttl, database)
         process.source = LeaseSource(
             database, ttl_s=ttl, holder=name, clock=lambda: self._clock_of(process)
         )
