@@ -163,7 +163,7 @@ class LeaseSource:
         self, layout: Layout, key: str, now: int, *, others_only: bool = False
     ) -> tuple[list[_Row], int]:
         """The node rows of ``key``, and the fence of every other layout of the same name (the
-        last time any of them may have issued); refuses while one is live. ``others_only``
+        last time any of them may have issued); refuses while one is live (L7). ``others_only``
         reads the other layouts' rows alone (a claim's own key may hold every node)."""
         own: list[_Row] = []
         fence = 0
@@ -272,7 +272,7 @@ class LeaseSource:
     @contextmanager
     def _no_backend_on(self, layout: str, node: int) -> Iterator[bool]:
         """Whether no database backend holds ``node``; on PostgreSQL a transaction around the
-        claim that holds the node's advisory lock, so no backend claims it meanwhile."""
+        claim that holds the node's advisory lock, so no backend claims it meanwhile (L8)."""
         if self._database.vendor != "postgresql":
             yield True
             return
@@ -370,7 +370,7 @@ class _Lease:
         return (self._renewed + self._source._ttl_ms // 3) * _NS_PER_MS
 
     def renew(self) -> tuple[int, int]:
-        """Extend the lease; NodeError if another process took it meanwhile."""
+        """Extend the lease; NodeError if another process took it meanwhile (L1)."""
         now = self._source._now_ms()
         started = time.perf_counter()
         # Never shorten the promise: a clock that stepped back must not free timestamps we used.
@@ -399,7 +399,7 @@ class _Lease:
         return self._renew_after_ns(), expires * _NS_PER_MS
 
     def release(self, issued_until_ns: int) -> None:
-        """Free the node; its next holder is fenced after what this holder really issued."""
+        """Free the node; its next holder is fenced after what this holder really issued (L6)."""
         until = max(-(-issued_until_ns // _NS_PER_MS), self._source._now_ms())
         try:
             self._source._database.execute(
@@ -495,7 +495,7 @@ def _lease_field(layout: Layout) -> PlacedField:
 
 def _candidates(placed: PlacedField, rows: Mapping[int, _Row], now: int) -> Iterator[int]:
     """Free nodes in random order: a few random probes first, then all the others. Free: never
-    used, lapsed, or released with a fence within our run-ahead."""
+    used, lapsed, or released with a fence within our run-ahead (L5)."""
 
     def free(node: int) -> bool:
         row = rows.get(node)

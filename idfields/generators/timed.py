@@ -87,7 +87,8 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._end_ns = self._epoch_ns + (tick + 1) * self._unit_ns
 
     def _check_limits(self, tick: int) -> int:
-        """Once a tick passes a limit: the layout's end, or the lease's renewal time or expiry."""
+        """Once a tick passes a limit: the layout's end, or the lease's renewal time or expiry
+        (invariant L1 of docs/explanation/lease-protocol.md)."""
         if tick > self._max_tick:
             raise LayoutExhausted(
                 f"layout {self.layout.name!r} ran out of timestamps on "
