@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from idfields import forking
+from idfields import forking, shutdown
 from idfields.errors import GeneratorClosed, ValueOutOfRange
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import (
@@ -247,6 +247,8 @@ class IdGenerator:
         )
         self._assignment = assignment
         self._stale = False
+        if assignment.renew is not None:  # a lease: give it back on SIGTERM too, not only atexit
+            shutdown.arm()
         return assignment
 
     def _check_owner(self) -> None:

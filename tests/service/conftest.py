@@ -1,0 +1,77 @@
+"""SQLAlchemy URLs of the three backends for the service tests, whose apps run in processes of
+their own (servers, workers), and a helper that waits for such a process to say it is ready."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import databases
+import pytest
+import sqlalchemy as sa
+
+from idfields.coordination import LeaseInfo, list_leases
+from idfields.sqlalchemy_ext import SQLAlchemyDatabase, metadata
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgresql", marks=pytest.mark.postgres),
+        pytest.param("mysql", marks=pytest.mark.mysql),
+    ]
+)
+def sa_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A sync SQLAlchemy URL holding the idfields tables (one session database, shared)."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'service.sqlite3'}"
+    else:
+        fixture = "postgres_url" if request.param == "postgresql" else "mysql_url"
+        url = databases.DbUrl.parse(request.getfixturevalue(fixture)).sqlalchemy_url()
+    engine = sa.create_engine(url)
+    metadata.create_all(engine)
+    engine.dispose()
+    yield url
+
+
+def leases_of(url: str, pid: int) -> list[LeaseInfo]:
+    """The live leases a process of ``pid`` holds in ``url``'s database."""
+    engine = sa.create_engine(url)
+    database = SQLAlchemyDatabase(engine)
+    try:
+        leases = list_leases(database)
+    finally:
+        database.dispose()
+        engine.dispose()
+    return [lease for lease in leases if lease.live and f":{pid}:" in lease.holder]
+
+
+def start(args: list[str], *, cwd: Path = HERE, ready: str = "node=") -> subprocess.Popen[str]:
+    """Start ``args`` (a Python script and its arguments), wait for its ``ready`` line."""
+    process = subprocess.Popen(
+        [sys.executable, *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=environment(),
+    )
+    assert process.stdout is not None
+    seen: list[str] = []
+    for line in process.stdout:
+        seen.append(line)
+        if line.startswith(ready):
+            return process
+    process.wait(30)
+    raise AssertionError(f"{args[0]} exited with {process.returncode}:\n{''.join(seen)}")
+
+
+def environment() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{HERE}"}

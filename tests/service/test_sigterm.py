@@ -1,0 +1,23 @@
+"""SIGTERM, as Kubernetes, systemd and ``docker stop`` send it, gives the node back before the
+process dies, whatever the process does with the signal (real processes, each backend)."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+from conftest import leases_of, start
+
+
+@pytest.mark.parametrize(
+    ("mode", "exit_status"),
+    [("plain", -signal.SIGTERM), ("graceful", 0), ("reraise", -signal.SIGTERM)],
+)
+def test_sigterm_leaves_no_live_lease(sa_url: str, mode: str, exit_status: int) -> None:
+    process = start(["lease_process.py", sa_url, mode])
+    assert leases_of(sa_url, process.pid), "the process holds a lease while it runs"
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == exit_status, output  # the signal's own outcome, kept
+    left = leases_of(sa_url, process.pid)
+    assert not left, f"live after SIGTERM: {[(lease.node, lease.expires_at) for lease in left]}"
