@@ -14,25 +14,27 @@ from idfields.coordination import list_leases
 from idfields.coordination.report import holder_table, room_line
 from idfields.errors import IdFieldsError
 from idfields.layouts import get_layout
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase, sync_url
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m idfields.sqlalchemy_ext")
     commands = parser.add_subparsers(dest="command", required=True)
     nodes = commands.add_parser("nodes", help="who holds which node, and each layout's room")
-    nodes.add_argument("url", help="SQLAlchemy URL of the database holding the idfields tables")
+    nodes.add_argument(
+        "url", help="SQLAlchemy URL of the database holding the idfields tables (async too)"
+    )
     nodes.add_argument("--layout", action="append", help="a built-in or registered layout name")
     nodes.add_argument("--ttl", type=float, default=60.0, help="the fleet's lease ttl (seconds)")
     args = parser.parse_args(argv)
     try:
         layouts = [get_layout(name) for name in args.layout or ["snowflake"]]
-        db = SQLAlchemyDatabase(create_engine(args.url))
+        db = SQLAlchemyDatabase(create_engine(sync_url(args.url)))
         leases = list_leases(db, layouts[0].lease_key if args.layout else None)
         print(holder_table(leases), end="\n\n")
         for layout in layouts:
             print(room_line(db, layout, args.ttl))
-    except (IdFieldsError, KeyError, SQLAlchemyError) as error:
+    except (IdFieldsError, KeyError, ValueError, SQLAlchemyError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

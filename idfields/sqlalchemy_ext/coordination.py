@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, TextClause, create_engine, text
-from sqlalchemy.engine import URL
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -50,15 +50,19 @@ _SYNC_DRIVERS = {
 }
 
 
-def _sync_twin(engine: AsyncEngine) -> Engine:
-    url: URL = engine.url
+def sync_url(url: str | URL) -> URL:
+    """``url`` on a synchronous driver of the same database: an application's async URL
+    (``postgresql+asyncpg://``...) serves the lease work, the CLI and migrations alike."""
+    url = make_url(url)
+    if not url.get_dialect().is_async:
+        return url
     driver = _SYNC_DRIVERS.get(url.get_driver_name())
     if driver is None:
         raise ValueError(
-            f"no synchronous driver known for {url.drivername!r}; pass a sync Engine on the same "
-            "database to SQLAlchemyDatabase instead"
+            f"no synchronous driver known for {url.drivername!r}; give the URL of a sync driver "
+            "on the same database (postgresql+psycopg://, mysql+pymysql://, sqlite://)"
         )
-    return create_engine(url.set(drivername=f"{url.get_backend_name()}+{driver}"))
+    return url.set(drivername=f"{url.get_backend_name()}+{driver}")
 
 
 class SQLAlchemyDatabase:
@@ -66,7 +70,7 @@ class SQLAlchemyDatabase:
 
     def __init__(self, engine: Engine | AsyncEngine) -> None:
         if isinstance(engine, AsyncEngine):
-            engine = _sync_twin(engine)
+            engine = create_engine(sync_url(engine.url))
         elif not isinstance(engine, Engine):
             raise TypeError(f"SQLAlchemyDatabase needs an Engine or AsyncEngine, got {engine!r}")
         vendor = _VENDORS.get(engine.dialect.name)
