@@ -1,0 +1,87 @@
+"""Pydantic types for IDs: an integer in Python, a string in JSON and in the OpenAPI schema.
+
+A 63-bit ID is above 2**53, the largest integer a JavaScript number (an IEEE double) holds
+exactly: ``JSON.parse`` in a browser or Node turns ``384561619019321341`` into
+``384561619019321340``, and the client then posts back, or pages after, an ID that does not
+exist. So :data:`Id` is sent as a string of digits and documented as one; on input it also takes
+an integer (servers and tests send those), and never a float (its precision is already gone)::
+
+    class Post(BaseModel):
+        id: Id
+        parent_id: Id | None = None
+
+:func:`id_type` makes the same kind of type over another text form (a public-ID codec: pass its
+``encode``/``decode`` and the pattern of its strings).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
+
+__all__ = ["ID_PATTERN", "MAX_ID", "Id", "id_type"]
+
+MAX_ID = 2**63 - 1
+ID_PATTERN = r"^[0-9]{1,19}$"
+
+
+class _IdText:
+    """The pydantic schema of an ID with a text form: ``to_text``/``from_text`` convert, and
+    ``pattern`` describes the text in JSON Schema."""
+
+    def __init__(
+        self, to_text: Callable[[int], str], from_text: Callable[[str], int], pattern: str
+    ) -> None:
+        self._to_text = to_text
+        self._from_text = from_text
+        self._pattern = pattern
+        self._matches = re.compile(pattern).match
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(
+            self._validate,
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                self._to_text, when_used="json"
+            ),
+        )
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {"type": "string", "pattern": self._pattern}
+
+    def _validate(self, value: object) -> int:
+        if isinstance(value, str) and self._matches(value):
+            number = self._from_text(value)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raise ValueError(
+                f"an ID is a string matching {self._pattern} or a whole number, not "
+                f"{value!r} (a JSON number above 2**53 has lost digits: send IDs as strings)"
+            )
+        if not 0 <= number <= MAX_ID:
+            raise ValueError(f"ID {number} is out of range; IDs are 0..{MAX_ID}")
+        return number
+
+
+def id_type(
+    *,
+    to_text: Callable[[int], str] = str,
+    from_text: Callable[[str], int] = int,
+    pattern: str = ID_PATTERN,
+) -> Any:
+    """An ``int`` type whose JSON form is ``to_text(id)``, read back by ``from_text`` from any
+    string matching ``pattern`` (a ``ValueError`` from it is a validation error)."""
+    return Annotated[int, _IdText(to_text, from_text, pattern)]
+
+
+Id = Annotated[int, _IdText(str, int, ID_PATTERN)]
+"""An ID: ``int`` in Python, a string of digits in JSON and in the schema."""
