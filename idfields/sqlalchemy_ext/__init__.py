@@ -16,7 +16,8 @@ ID string instead of their key.
 
 from idfields.sqlalchemy_ext.checks import check_metadata
 from idfields.sqlalchemy_ext.columns import id_column, id_column_core
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase, sync_url
+from idfields.sqlalchemy_ext.lifespan import lease_lifespan
 from idfields.sqlalchemy_ext.public import public_id_property, public_ids
 from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
 from idfields.sqlalchemy_ext.tables import (
@@ -38,8 +39,10 @@ __all__ = [
     "id_column_core",
     "id_default",
     "launch_table",
+    "lease_lifespan",
     "metadata",
     "node_lease_table",
     "public_id_property",
     "public_ids",
+    "sync_url",
 ]
