@@ -4,7 +4,8 @@ A generator renews its lease inside the call that needs an ID once the renewal i
 async application that call runs on the event loop (a column default during an
 ``AsyncSession`` flush), and the round trip stalls every coroutine meanwhile.
 :class:`BackgroundRenewal` wraps a lease source: each lease it hands out renews on a daemon
-thread from its renewal time on, and the generator's ``renew()`` only reads the outcome.
+thread from its renewal time on, and the generator's ``renew()`` only reads the outcome (it
+renews itself only when the thread is far behind, so a starved thread never stops the IDs).
 
 Safety is unchanged: the generator still never issues past ``valid_until_ns``, which only moves
 once the database confirmed the renewal. A failing database leaves the thread retrying each
@@ -79,11 +80,24 @@ class _Keeper:
         threading.Thread(target=self._run, name=name, daemon=True).start()
 
     def renew(self) -> tuple[int, int]:
-        """The generator's renewal: no database work, only the thread's latest outcome."""
+        """The generator's renewal: the thread's latest outcome, no database work, unless the
+        thread is late by half of what is left of the lease (starved, or its database calls
+        hang): then the renewal runs here, as it would without this wrapper."""
         if self._lost is not None:
             raise self._lost
         renew_after, valid_until = self._window
-        return max(renew_after, self._clock() + _POLL_NS), valid_until
+        now = self._clock()
+        if now < renew_after + (valid_until - renew_after) // 2:
+            return max(renew_after, now + _POLL_NS), valid_until
+        with self._lock:
+            if self._window[0] == renew_after:  # the thread did not renew meanwhile
+                try:
+                    self._window = self._renew()
+                except NodeError as error:
+                    self._lost = error
+                    self._stopped.set()
+                    raise
+        return self._window
 
     def release(self, issued_until_ns: int) -> None:
         self._stopped.set()

@@ -1,5 +1,5 @@
 """Lease work never runs on the event loop of an async application using ``lease_lifespan``:
-the claim and the renewals (a 0.3 s ttl: one renewal per 0.1 s) happen while coroutines insert
+the claim and the renewals (a 1.5 s ttl: one renewal per 0.5 s) happen while coroutines insert
 rows through an ``AsyncSession``, and every lease statement is seen running on another thread
 (``python -m benchmarks.loop_lag`` reports the loop lag beside the plain set-up's)."""
 
@@ -33,7 +33,7 @@ def async_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 @pytest.mark.asyncio
 async def test_claims_and_renewals_never_run_on_the_loop(async_url: str) -> None:
-    seen = await run(async_url, lifespan=True, ttl_s=0.3, seconds=1.5)
+    seen = await run(async_url, lifespan=True, ttl_s=1.5, seconds=2.5)
     assert len(seen.ids) == len(set(seen.ids)) == seen.inserted
-    assert seen.elsewhere.count("UPDATE") >= 5, f"renewals expected: {seen.summary()}"
+    assert seen.elsewhere.count("UPDATE") >= 3, f"renewals expected: {seen.summary()}"
     assert seen.on_loop == [], seen.summary()
