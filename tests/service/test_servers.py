@@ -1,0 +1,105 @@
+"""Real servers stopped as a process manager stops them (SIGTERM) give their nodes back: uvicorn
+(one process, and ``--workers 2``), gunicorn's sync workers and its uvicorn worker, on each
+backend, serving IDs from ``service_app``."""
+
+from __future__ import annotations
+
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from conftest import HERE, environment
+
+from idfields.coordination import LeaseInfo, list_leases
+from idfields.sqlalchemy_ext import SQLAlchemyDatabase, sync_url
+
+ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def live_leases(url: str, layout: str) -> list[LeaseInfo]:
+    engine = sa.create_engine(sync_url(url))
+    database = SQLAlchemyDatabase(engine)
+    try:
+        return [lease for lease in list_leases(database, layout) if lease.live]
+    finally:
+        database.dispose()
+        engine.dispose()
+
+
+def get(port: int, timeout: float = 30) -> str:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as response:
+                return str(response.read().decode())
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def app_url(sa_url: str) -> str:
+    """The application's own URL: its async driver where the suite has one."""
+    backend = sa.make_url(sa_url).get_backend_name()
+    driver = ASYNC_DRIVERS.get(backend)
+    return sa_url if driver is None else driver + sa_url[sa_url.index(":") :]
+
+
+@pytest.fixture
+def layout() -> str:
+    return f"svc_{secrets.token_hex(4)}"
+
+
+def serve(command: list[str], url: str, layout: str, cwd: Path = HERE) -> subprocess.Popen[str]:
+    env = {**environment(), "IDFIELDS_APP_URL": url, "IDFIELDS_APP_LAYOUT": layout}
+    return subprocess.Popen(
+        [sys.executable, "-m", *command],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+SERVERS = {
+    "uvicorn": ["uvicorn", "service_app:app", "--port", "{port}"],
+    "uvicorn-workers": ["uvicorn", "service_app:app", "--port", "{port}", "--workers", "2"],
+    "gunicorn-sync": ["gunicorn", "-w", "2", "-b", "127.0.0.1:{port}", "service_app:wsgi"],
+    "gunicorn-uvicorn": [
+        "gunicorn", "-w", "2", "-k", "uvicorn.workers.UvicornWorker",
+        "-b", "127.0.0.1:{port}", "service_app:app",
+    ],
+}  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_a_server_stopped_by_sigterm_leaves_no_live_lease(
+    server: str, app_url: str, layout: str
+) -> None:
+    port = free_port()
+    command = [part.format(port=port) for part in SERVERS[server]]
+    process = serve(command, app_url, layout)
+    try:
+        served = {get(port) for _ in range(8)}
+        assert live_leases(app_url, layout), f"no lease while serving {served}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    left = live_leases(app_url, layout)
+    assert not left, f"{server} left {len(left)} live lease(s) after SIGTERM:\n{output}"
