@@ -4,6 +4,7 @@ backend, serving IDs from ``service_app``."""
 
 from __future__ import annotations
 
+import os
 import secrets
 import signal
 import socket
@@ -11,7 +12,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -64,11 +64,13 @@ def layout() -> str:
     return f"svc_{secrets.token_hex(4)}"
 
 
-def serve(command: list[str], url: str, layout: str, cwd: Path = HERE) -> subprocess.Popen[str]:
-    env = {**environment(), "IDFIELDS_APP_URL": url, "IDFIELDS_APP_LAYOUT": layout}
+def serve(
+    command: list[str], url: str, layout: str, *, extra: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    env = {**environment(), "IDFIELDS_APP_URL": url, "IDFIELDS_APP_LAYOUT": layout, **(extra or {})}
     return subprocess.Popen(
         [sys.executable, "-m", *command],
-        cwd=cwd,
+        cwd=HERE,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -103,3 +105,26 @@ def test_a_server_stopped_by_sigterm_leaves_no_live_lease(
         output, _ = process.communicate(timeout=60)
     left = live_leases(app_url, layout)
     assert not left, f"{server} left {len(left)} live lease(s) after SIGTERM:\n{output}"
+
+
+@pytest.mark.slow
+def test_a_celery_worker_stopped_by_sigterm_leaves_no_live_lease(app_url: str, layout: str) -> None:
+    from celery import Celery
+
+    redis_url = os.environ.get("IDFIELDS_TEST_REDIS_URL")
+    if redis_url is None:
+        pytest.skip("IDFIELDS_TEST_REDIS_URL names no Redis server for Celery's broker")
+    queue = f"idfields_{layout}"
+    worker = ["celery", "-A", "celery_app", "worker", "-c", "2", "-Q", queue, "--pool", "prefork"]
+    process = serve(worker, app_url, layout, extra={"IDFIELDS_CELERY_URL": redis_url})
+    client = Celery(broker=redis_url, backend=redis_url)
+    try:
+        results = [client.send_task("celery_app.new_id", queue=queue) for _ in range(8)]
+        served = {result.get(timeout=60) for result in results}
+        assert live_leases(app_url, layout), f"no lease while serving {served}"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+        client.close()
+    left = live_leases(app_url, layout)
+    assert not left, f"celery left {len(left)} live lease(s) after SIGTERM:\n{output}"
