@@ -6,7 +6,9 @@ from __future__ import annotations
 import signal
 
 import pytest
-from conftest import leases_of, start
+from conftest import ROOT, leases_of, start
+
+LEASE_PROCESS = ROOT / "benchmarks" / "lease_process.py"
 
 
 @pytest.mark.parametrize(
@@ -14,7 +16,7 @@ from conftest import leases_of, start
     [("plain", -signal.SIGTERM), ("graceful", 0), ("reraise", -signal.SIGTERM)],
 )
 def test_sigterm_leaves_no_live_lease(sa_url: str, mode: str, exit_status: int) -> None:
-    process = start(["lease_process.py", sa_url, mode])
+    process = start([str(LEASE_PROCESS), sa_url, mode])
     assert leases_of(sa_url, process.pid), "the process holds a lease while it runs"
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=30)

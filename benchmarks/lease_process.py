@@ -1,7 +1,8 @@
-"""A process holding a node lease until it is stopped: ``python lease_process.py URL MODE``.
+"""A process holding a node lease until stopped: ``python lease_process.py URL MODE [LAYOUT]``.
 
-It claims a node of the snowflake layout through ``id_column``'s registry on ``URL`` (a SQLAlchemy
-URL, async ones too), prints ``node=<n>`` and waits. MODE is how it meets SIGTERM:
+It claims a node of the layout ``LAYOUT`` (snowflake-shaped; default: snowflake itself) through
+``id_column``'s registry on ``URL`` (a sync SQLAlchemy URL), prints ``node=<n>`` and waits. MODE
+is how it meets SIGTERM:
 
 - ``plain``: no handler of its own (the default action ends it);
 - ``graceful``: a handler of its own that ends the main loop, then a clean exit;
@@ -18,16 +19,26 @@ import time
 import sqlalchemy as sa
 
 from idfields.coordination import LeaseSource
+from idfields.layouts import Layout, Node, Sequence, Timestamp, get_layout
+from idfields.layouts.builtin import SNOWFLAKE_EPOCH
 from idfields.sqlalchemy_ext import SQLAlchemyDatabase, configure, get_generator, metadata
 
 stopping: list[int] = []
 
 
-def main(url: str, mode: str) -> None:
+def layout_named(name: str) -> Layout:
+    if name == "snowflake":
+        return get_layout(name)
+    return Layout(name, [Timestamp(41, unit="ms", epoch=SNOWFLAKE_EPOCH), Node(10), Sequence(12)])
+
+
+def main(url: str, mode: str, layout_name: str = "snowflake") -> None:
     engine = sa.create_engine(url)
     metadata.create_all(engine)
-    configure(source=LeaseSource(SQLAlchemyDatabase(engine), ttl_s=60))
-    generator = get_generator("snowflake")
+    layout = layout_named(layout_name)
+    own = [] if layout_name == "snowflake" else [layout]
+    configure(source=LeaseSource(SQLAlchemyDatabase(engine), ttl_s=60), layouts=own)
+    generator = get_generator(layout)
     generator()
     previous = None
     if mode in ("graceful", "reraise"):
@@ -42,4 +53,4 @@ def main(url: str, mode: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
