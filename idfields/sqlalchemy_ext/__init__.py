@@ -17,6 +17,7 @@ ID string instead of their key.
 from idfields.sqlalchemy_ext.checks import check_metadata
 from idfields.sqlalchemy_ext.columns import id_column, id_column_core
 from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase, sync_url
+from idfields.sqlalchemy_ext.created import created_from_id, creation_time
 from idfields.sqlalchemy_ext.lifespan import lease_lifespan
 from idfields.sqlalchemy_ext.public import public_id_property, public_ids
 from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
@@ -34,6 +35,8 @@ __all__ = [
     "check_metadata",
     "configure",
     "counter_table",
+    "created_from_id",
+    "creation_time",
     "get_generator",
     "id_column",
     "id_column_core",
