@@ -3,7 +3,9 @@
 name of the test's own, so its lease rows are its alone).
 
 - ``service_app:app``: a FastAPI app with ``lease_lifespan`` (uvicorn, gunicorn's uvicorn worker);
-- ``service_app:wsgi``: a WSGI app leasing at its first request (gunicorn's sync workers).
+- ``service_app:wsgi``: a WSGI app leasing at its first request (gunicorn's sync workers);
+- ``service_app:asgi``: a bare ASGI app that, like Django's, refuses the lifespan protocol and
+  leases at its first request, wrapped in ``ReleaseNodesAtShutdown`` (uvicorn).
 
 Both answer every request with ``pid node id`` of the process that served it.
 """
@@ -13,12 +15,14 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import sqlalchemy as sa
 from fastapi import FastAPI
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from idfields.asgi import ReleaseNodesAtShutdown
 from idfields.coordination import LeaseSource
 from idfields.layouts import Layout, Node, Sequence, Timestamp
 from idfields.layouts.builtin import SNOWFLAKE_EPOCH
@@ -67,10 +71,29 @@ async def root() -> Served:
     return Served(text=text, id=int(text.split()[2]))
 
 
-def wsgi(environ: dict[str, object], start_response: Callable[..., object]) -> Iterable[bytes]:
-    if not hasattr(wsgi, "configured"):  # gunicorn's workers are forked: lease in the worker
+def configured_here() -> None:
+    """Lease in this process at its first request (gunicorn's workers are forked)."""
+    if not _configured:
         engine = sa.create_engine(sync_url(URL))
         configure(source=LeaseSource(SQLAlchemyDatabase(engine)), layouts=[LAYOUT])
-        wsgi.configured = True  # type: ignore[attr-defined]
+        _configured.append(True)
+
+
+_configured: list[bool] = []
+
+
+def wsgi(environ: dict[str, object], start_response: Callable[..., object]) -> Iterable[bytes]:
+    configured_here()
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [served().encode()]
+
+
+async def bare_asgi(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        raise ValueError(f"this application handles HTTP only, not {scope['type']}")
+    configured_here()
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": served().encode()})
+
+
+asgi = ReleaseNodesAtShutdown(bare_asgi)

@@ -1,6 +1,7 @@
 """Real servers stopped as a process manager stops them (SIGTERM) give their nodes back: uvicorn
-(one process, and ``--workers 2``), gunicorn's sync workers and its uvicorn worker, on each
-backend, serving IDs from ``service_app``."""
+(one process, ``--workers 2``, and a bare ASGI app wrapped in ``ReleaseNodesAtShutdown``),
+gunicorn's sync workers and its uvicorn worker, and a Celery worker, on each backend, serving
+IDs from ``service_app``."""
 
 from __future__ import annotations
 
@@ -80,6 +81,7 @@ def serve(
 
 SERVERS = {
     "uvicorn": ["uvicorn", "service_app:app", "--port", "{port}"],
+    "uvicorn-bare-asgi": ["uvicorn", "service_app:asgi", "--port", "{port}"],
     "uvicorn-workers": ["uvicorn", "service_app:app", "--port", "{port}", "--workers", "2"],
     "gunicorn-sync": ["gunicorn", "-w", "2", "-b", "127.0.0.1:{port}", "service_app:wsgi"],
     "gunicorn-uvicorn": [
