@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from idfields.coordination import LeaseInfo, list_leases
-from idfields.sqlalchemy_ext import SQLAlchemyDatabase, metadata
+from idfields.sqlalchemy_ext import SQLAlchemyDatabase, metadata, sync_url
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -39,16 +39,16 @@ def sa_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield url
 
 
-def leases_of(url: str, pid: int) -> list[LeaseInfo]:
-    """The live leases a process of ``pid`` holds in ``url``'s database."""
-    engine = sa.create_engine(url)
+def live_leases(url: str, *, layout: str | None = None, pid: int | None = None) -> list[LeaseInfo]:
+    """Live leases in ``url``'s database (async URLs too), of ``layout`` or process ``pid``."""
+    engine = sa.create_engine(sync_url(url))
     database = SQLAlchemyDatabase(engine)
     try:
-        leases = list_leases(database)
+        leases = list_leases(database, layout)
     finally:
         database.dispose()
         engine.dispose()
-    return [lease for lease in leases if lease.live and f":{pid}:" in lease.holder]
+    return [x for x in leases if x.live and (pid is None or f":{pid}:" in x.holder)]
 
 
 def start(args: list[str], *, cwd: Path = HERE, ready: str = "node=") -> subprocess.Popen[str]:

@@ -16,10 +16,7 @@ import urllib.request
 
 import pytest
 import sqlalchemy as sa
-from conftest import HERE, environment
-
-from idfields.coordination import LeaseInfo, list_leases
-from idfields.sqlalchemy_ext import SQLAlchemyDatabase, sync_url
+from conftest import HERE, environment, live_leases
 
 ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
 
@@ -28,16 +25,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def live_leases(url: str, layout: str) -> list[LeaseInfo]:
-    engine = sa.create_engine(sync_url(url))
-    database = SQLAlchemyDatabase(engine)
-    try:
-        return [lease for lease in list_leases(database, layout) if lease.live]
-    finally:
-        database.dispose()
-        engine.dispose()
 
 
 def get(port: int, timeout: float = 30) -> str:
@@ -101,11 +88,11 @@ def test_a_server_stopped_by_sigterm_leaves_no_live_lease(
     process = serve(command, app_url, layout)
     try:
         served = {get(port) for _ in range(8)}
-        assert live_leases(app_url, layout), f"no lease while serving {served}"
+        assert live_leases(app_url, layout=layout), f"no lease while serving {served}"
     finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=60)
-    left = live_leases(app_url, layout)
+    left = live_leases(app_url, layout=layout)
     assert not left, f"{server} left {len(left)} live lease(s) after SIGTERM:\n{output}"
 
 
@@ -123,10 +110,10 @@ def test_a_celery_worker_stopped_by_sigterm_leaves_no_live_lease(app_url: str, l
     try:
         results = [client.send_task("celery_app.new_id", queue=queue) for _ in range(8)]
         served = {result.get(timeout=60) for result in results}
-        assert live_leases(app_url, layout), f"no lease while serving {served}"
+        assert live_leases(app_url, layout=layout), f"no lease while serving {served}"
     finally:
         process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=60)
         client.close()
-    left = live_leases(app_url, layout)
+    left = live_leases(app_url, layout=layout)
     assert not left, f"celery left {len(left)} live lease(s) after SIGTERM:\n{output}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from conftest import ROOT, leases_of, start
+from conftest import ROOT, live_leases, start
 
 LEASE_PROCESS = ROOT / "benchmarks" / "lease_process.py"
 
@@ -17,9 +17,9 @@ LEASE_PROCESS = ROOT / "benchmarks" / "lease_process.py"
 )
 def test_sigterm_leaves_no_live_lease(sa_url: str, mode: str, exit_status: int) -> None:
     process = start([str(LEASE_PROCESS), sa_url, mode])
-    assert leases_of(sa_url, process.pid), "the process holds a lease while it runs"
+    assert live_leases(sa_url, pid=process.pid), "the process holds a lease while it runs"
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=30)
     assert process.returncode == exit_status, output  # the signal's own outcome, kept
-    left = leases_of(sa_url, process.pid)
+    left = live_leases(sa_url, pid=process.pid)
     assert not left, f"live after SIGTERM: {[(lease.node, lease.expires_at) for lease in left]}"
