@@ -1,10 +1,7 @@
-"""SQLAlchemy URLs of the three backends for the service tests, whose apps run in processes of
-their own (servers, workers), and a helper that waits for such a process to say it is ready."""
+"""SQLAlchemy URLs of the three backends for the service tests (helpers: service_support)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,11 +9,7 @@ import databases
 import pytest
 import sqlalchemy as sa
 
-from idfields.coordination import LeaseInfo, list_leases
-from idfields.sqlalchemy_ext import SQLAlchemyDatabase, metadata, sync_url
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
+from idfields.sqlalchemy_ext import metadata
 
 
 @pytest.fixture(
@@ -37,41 +30,3 @@ def sa_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     metadata.create_all(engine)
     engine.dispose()
     yield url
-
-
-def live_leases(url: str, *, layout: str | None = None, pid: int | None = None) -> list[LeaseInfo]:
-    """Live leases in ``url``'s database (async URLs too), of ``layout`` or process ``pid``."""
-    engine = sa.create_engine(sync_url(url))
-    database = SQLAlchemyDatabase(engine)
-    try:
-        leases = list_leases(database, layout)
-    finally:
-        database.dispose()
-        engine.dispose()
-    return [x for x in leases if x.live and (pid is None or f":{pid}:" in x.holder)]
-
-
-def start(args: list[str], *, cwd: Path = HERE, ready: str = "node=") -> subprocess.Popen[str]:
-    """Start ``args`` (a Python script and its arguments), wait for its ``ready`` line."""
-    process = subprocess.Popen(
-        [sys.executable, *args],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=environment(),
-    )
-    assert process.stdout is not None
-    seen: list[str] = []
-    for line in process.stdout:
-        seen.append(line)
-        if line.startswith(ready):
-            return process
-    process.wait(30)
-    raise AssertionError(f"{args[0]} exited with {process.returncode}:\n{''.join(seen)}")
-
-
-def environment() -> dict[str, str]:
-    import os
-
-    return {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{HERE}"}

@@ -20,13 +20,15 @@ from idfields.sqlalchemy_ext import configure
         "sqlite+aiosqlite",
         pytest.param("postgresql+asyncpg", marks=pytest.mark.postgres),
         pytest.param("postgresql+psycopg_async", marks=pytest.mark.postgres),
+        pytest.param("mysql+aiomysql", marks=pytest.mark.mysql),
     ]
 )
 def async_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if request.param.startswith("sqlite"):
         yield f"{request.param}:///{tmp_path / 'loop.sqlite3'}"
     else:
-        url = databases.DbUrl.parse(request.getfixturevalue("postgres_url")).sqlalchemy_url()
+        fixture = "mysql_url" if request.param.startswith("mysql") else "postgres_url"
+        url = databases.DbUrl.parse(request.getfixturevalue(fixture)).sqlalchemy_url()
         yield request.param + url[url.index(":") :]
     configure()
 

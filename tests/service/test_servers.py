@@ -16,9 +16,13 @@ import urllib.request
 
 import pytest
 import sqlalchemy as sa
-from conftest import HERE, environment, live_leases
+from service_support import HERE, environment, live_leases
 
-ASYNC_DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
+ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "postgresql": "postgresql+asyncpg",
+    "mysql": "mysql+aiomysql",
+}
 
 
 def free_port() -> int:
@@ -41,10 +45,9 @@ def get(port: int, timeout: float = 30) -> str:
 
 @pytest.fixture
 def app_url(sa_url: str) -> str:
-    """The application's own URL: its async driver where the suite has one."""
+    """The application's own URL, on an async driver."""
     backend = sa.make_url(sa_url).get_backend_name()
-    driver = ASYNC_DRIVERS.get(backend)
-    return sa_url if driver is None else driver + sa_url[sa_url.index(":") :]
+    return ASYNC_DRIVERS[backend] + sa_url[sa_url.index(":") :]
 
 
 @pytest.fixture

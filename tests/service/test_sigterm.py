@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 
 import pytest
-from conftest import ROOT, live_leases, start
+from service_support import ROOT, live_leases, start
 
 LEASE_PROCESS = ROOT / "benchmarks" / "lease_process.py"
 

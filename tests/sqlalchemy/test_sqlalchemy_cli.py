@@ -35,6 +35,7 @@ def _nodes(url: str) -> subprocess.CompletedProcess[str]:
         pytest.param("postgresql+asyncpg", marks=pytest.mark.postgres),
         pytest.param("postgresql+psycopg_async", marks=pytest.mark.postgres),
         pytest.param("postgresql+psycopg", marks=pytest.mark.postgres),
+        pytest.param("mysql+aiomysql", marks=pytest.mark.mysql),
     ],
 )
 def test_nodes_takes_the_applications_async_url(
@@ -43,7 +44,8 @@ def test_nodes_takes_the_applications_async_url(
     if driver.startswith("sqlite"):
         sync_url = f"sqlite:///{tmp_path / 'nodes.sqlite3'}"
     else:
-        sync_url = databases.DbUrl.parse(request.getfixturevalue("postgres_url")).sqlalchemy_url()
+        fixture = "mysql_url" if driver.startswith("mysql") else "postgres_url"
+        sync_url = databases.DbUrl.parse(request.getfixturevalue(fixture)).sqlalchemy_url()
     engine = sa.create_engine(sync_url)
     metadata.create_all(engine)
     database = SQLAlchemyDatabase(engine)
