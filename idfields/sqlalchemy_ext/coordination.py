@@ -14,8 +14,8 @@ adapter runs on a synchronous twin of the engine, built on the sync driver of th
 (psycopg for asyncpg and psycopg-async, PyMySQL for aiomysql/asyncmy, sqlite3 for aiosqlite).
 Using ``async_engine.sync_engine`` instead would work only inside SQLAlchemy's greenlets and on
 the event loop that opened the connection; the twin also works at exit (lease release), from
-threads and across event loops, at the cost of blocking the loop for the few milliseconds of a
-lease claim or renewal (once per TTL/3).
+threads and across event loops. Called from the loop, its statements block it for a round trip:
+``lease_lifespan`` moves the claim to a worker thread and each renewal to a thread of its own.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any, overload
 from sqlalchemy import Column, inspect
 
 from idfields.layouts import Layout
-from idfields.sqlalchemy_ext.registry import _resolve
+from idfields.sqlalchemy_ext.registry import resolve_layout
 from idfields.sqlalchemy_ext.tables import INFO_KEY
 
 
@@ -40,7 +40,7 @@ def layout_of(model: type, attribute: str = "id") -> Layout:
             f"{model.__name__}.{attribute} is not an idfields ID column (id_column(), "
             "id_column_core(), or a foreign key to one); created_from_id() decodes only those"
         )
-    layout = _resolve(name)
+    layout = resolve_layout(name)
     if layout.timestamp is None:
         raise TypeError(f"layout {name!r} of {model.__name__}.{attribute} holds no time")
     return layout

@@ -4,6 +4,7 @@ process dies, whatever the process does with the signal (real processes, each ba
 from __future__ import annotations
 
 import signal
+from datetime import UTC, datetime
 
 import pytest
 from service_support import ROOT, live_leases, start
@@ -21,5 +22,9 @@ def test_sigterm_leaves_no_live_lease(sa_url: str, mode: str, exit_status: int) 
     process.send_signal(signal.SIGTERM)
     output, _ = process.communicate(timeout=30)
     assert process.returncode == exit_status, output  # the signal's own outcome, kept
-    left = live_leases(sa_url, pid=process.pid)
-    assert not left, f"live after SIGTERM: {[(lease.node, lease.expires_at) for lease in left]}"
+    now = datetime.now(UTC)
+    left = [
+        f"node {lease.node}: {(lease.expires_at - now).total_seconds():.0f} s of ttl left"
+        for lease in live_leases(sa_url, pid=process.pid)
+    ]
+    assert not left, f"live after SIGTERM: {left}"
