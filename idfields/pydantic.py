@@ -10,8 +10,8 @@ an integer (servers and tests send those), and never a float (its precision is a
         id: Id
         parent_id: Id | None = None
 
-:func:`id_type` makes the same kind of type over another text form (a public-ID codec: pass its
-``encode``/``decode`` and the pattern of its strings).
+:func:`public_id_type` is the same for public IDs (a :class:`~idfields.codecs.PublicIds`: the
+codec's string in JSON, the real ID in Python), and :func:`id_type` for any other text form.
 """
 
 from __future__ import annotations
@@ -24,7 +24,10 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-__all__ = ["ID_PATTERN", "MAX_ID", "Id", "id_type"]
+from idfields.codecs import checked
+from idfields.codecs.public import PublicIds
+
+__all__ = ["ID_PATTERN", "MAX_ID", "Id", "id_type", "public_id_type"]
 
 MAX_ID = 2**63 - 1
 ID_PATTERN = r"^[0-9]{1,19}$"
@@ -81,6 +84,13 @@ def id_type(
     """An ``int`` type whose JSON form is ``to_text(id)``, read back by ``from_text`` from any
     string matching ``pattern`` (a ``ValueError`` from it is a validation error)."""
     return Annotated[int, _IdText(to_text, from_text, pattern)]
+
+
+def public_id_type(codec: PublicIds) -> Any:
+    """IDs sent as ``codec``'s public strings (a wrong or foreign one is a validation error
+    naming the problem), kept as the real IDs in Python."""
+    pattern = f"^[{checked.ALPHABET}]{{{codec.length}}}$"
+    return id_type(to_text=codec.encode, from_text=codec.decode, pattern=pattern)
 
 
 Id = Annotated[int, _IdText(str, int, ID_PATTERN)]

@@ -158,11 +158,6 @@ def configure(
     _registry.replace(apply)
 
 
-def resolve_layout(layout: str | Layout) -> Layout:
-    """The layout ``id_column(layout)`` uses: a built-in, a configured user layout, or itself."""
-    return _resolve(layout)
-
-
 def get_generator(layout: str | Layout = "snowflake") -> IdSource:
     """The generator ``id_column(layout)`` uses in this process (made now if needed)."""
     return _registry.get(_slot(layout).name)

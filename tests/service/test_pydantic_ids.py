@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from idfields.codecs.keys import generate_key
+from idfields.codecs.public import PublicIds
 from idfields.generators import make_generator
-from idfields.pydantic import MAX_ID, Id, id_type
+from idfields.pydantic import MAX_ID, Id, id_type, public_id_type
 
 HERE = Path(__file__).resolve().parent
 
@@ -100,3 +102,21 @@ def test_id_type_takes_another_text_form() -> None:
     assert adapter.json_schema() == {"type": "string", "pattern": "^[0-9a-f]+$"}
     with pytest.raises(ValidationError, match="a string matching"):
         adapter.validate_python("zz")
+
+
+def test_public_id_type_sends_the_codecs_strings() -> None:
+    codec = PublicIds(generate_key(), label="post")
+    PostId = public_id_type(codec)
+
+    class PublicPost(BaseModel):
+        id: PostId
+
+    real = ids(1)[0]
+    sent = PublicPost(id=real).model_dump_json()
+    text = json.loads(sent)["id"]
+    assert text == codec.encode(real) and len(text) == codec.length
+    assert PublicPost.model_validate_json(sent).id == real
+    assert PublicPost.model_json_schema()["properties"]["id"]["pattern"].startswith("^[0123")
+    typo = text[:-2] + ("1" if text[-2] == "0" else "0") + text[-1]  # one character mistyped
+    with pytest.raises(ValidationError, match="public ID"):
+        PublicPost.model_validate({"id": typo})
