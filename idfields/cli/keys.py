@@ -1,4 +1,5 @@
-"""``idfields key new`` prints a fresh permutation key; ``idfields key check`` vets the keys in
+"""``idfields key new`` prints a fresh permutation key (with a key id unlike those already in
+``IDFIELDS_PERMUTATION_KEY``); ``idfields key check`` vets the keys in
 ``IDFIELDS_PERMUTATION_KEY`` (several, newest first, separated by commas), exit status 2 if weak;
 ``idfields key derive --salt NAME`` turns a passphrase read from stdin (never an argument: it
 would show in ``ps`` and shell history) into a key with scrypt.
@@ -9,6 +10,7 @@ would show in ``ps`` and shell history) into a key with scrypt.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -20,7 +22,7 @@ from idfields.codecs.public import PublicIds, key_id_of, keys_from_env
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.action == "new":
-        return {"key": generate_key()}
+        return {"key": _fresh_key()}
     if args.action == "derive":
         if not args.salt:
             raise UsageError("key derive needs --salt naming the deployment, e.g. --salt shop-prod")
@@ -31,6 +33,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     PublicIds.from_env(DEFAULT_ENV_VAR, label="idfields.check")  # raises, naming the problem
     ids = [ALPHABET[key_id_of(raw)] for raw in keys_from_env(DEFAULT_ENV_VAR)]
     return {"variable": DEFAULT_ENV_VAR, "keys": len(ids), "key_ids": ids, "ok": True}
+
+
+def _fresh_key() -> str:
+    """A new key whose key id no key already in the variable has, so the two can rotate together.
+
+    A key id is one of 31 characters: two random keys share one about once in 31 draws.
+    """
+    taken = {key_id_of(raw) for raw in keys_from_env(DEFAULT_ENV_VAR)} if _env_has_keys() else set()
+    while True:
+        key = generate_key()
+        if key_id_of(bytes.fromhex(key)) not in taken:
+            return key
+
+
+def _env_has_keys() -> bool:
+    return bool(os.environ.get(DEFAULT_ENV_VAR, "").strip())
 
 
 def render(document: dict[str, Any]) -> str:
