@@ -276,15 +276,16 @@ def _mariadb_container(stack: ExitStack) -> str:
 
 
 @contextmanager
-def throwaway_postgres() -> Iterator[str]:
-    """Run a private PostgreSQL cluster (``initdb`` + ``pg_ctl``) in a temporary directory.
+def throwaway_postgres(settings: Mapping[str, str] | None = None) -> Iterator[str]:
+    """Run a private PostgreSQL cluster (``initdb`` + ``pg_ctl``) in a temporary directory, with
+    ``settings`` (such as ``wal_level=logical``).
 
     Yields the URL of its ``postgres`` database on 127.0.0.1; on exit the cluster is stopped and
     its directory deleted. Durability is switched off: the data dies with the cluster anyway.
     """
     with _service_dir("postgres", "idfields-pg-") as (tmp, as_owner):
         _initdb(tmp / "data", as_owner, tmp)
-        with _running_postgres(tmp / "data", as_owner, tmp) as url:
+        with _running_postgres(tmp / "data", as_owner, tmp, settings) as url:
             yield url
 
 

@@ -37,6 +37,10 @@ they issued may outlive its lease row: a claim made inside a savepoint that roll
 the row lapsed, and the ID can be kept. On PostgreSQL a claim therefore takes that lock too, for
 its own transaction, and skips a node a backend holds.
 
+On PostgreSQL every claim stays inside the database's node range (``idfields.node_range()``,
+set when the SQL functions are installed; every node when they are not), and starts after its
+fence: databases given disjoint ranges never issue the same ID.
+
 A database error backs the source off (0.1 s, doubling up to 10 s) before its next attempt, so
 a generator that lost its lease during an outage retries instead of hammering the database or
 giving up.
@@ -61,6 +65,7 @@ from idfields.errors import NodeError
 from idfields.events import emit
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
+from idfields.sql import noderange
 
 logger = logging.getLogger("idfields.coordination")
 
@@ -137,11 +142,21 @@ class LeaseSource:
     def _acquire(self, layout: Layout, placed: PlacedField) -> _Lease:
         key = check_length("layout lease key", layout.lease_key, 64)
         holder = self._holder_name()
+        limits = read_node_range(self._database)
+        nodes = limits.nodes(placed.minimum, placed.maximum)
+        if not nodes:
+            raise NodeError(
+                f"layout {layout.name!r} has no node in this database's {limits} (its nodes are "
+                f"{placed.minimum}..{placed.maximum}); install the SQL functions with a range "
+                "that holds some of them (InstallIdFunctions(..., nodes=...))"
+            )
         for _ in range(2):  # a second look when every candidate was taken under our feet
             now = self._now_ms()
             rows, fence = self._own_rows(layout, key, now)
+            rows = [row for row in rows if row.node in nodes]
+            fence = max(fence, limits.fenced_until_ms)
             by_node = {row.node: row for row in rows}
-            for node in _candidates(placed, by_node, now):
+            for node in _candidates(nodes, by_node, now):
                 lease = self._claim(key, node, by_node.get(node), holder, now, fence)
                 if lease is not None:
                     self._check_no_other_layout(layout, key, lease)
@@ -152,8 +167,8 @@ class LeaseSource:
                 return lease
         live = sum(1 for row in rows if row.holder and row.expires >= now)
         raise NodeError(
-            f"no free node for layout {layout.name!r}: {live} of its {placed.size} nodes "
-            f"({placed.minimum}..{placed.maximum}) are leased by live processes. Run fewer "
+            f"no free node for layout {layout.name!r}: {live} of its {len(nodes)} nodes "
+            f"({nodes.start}..{nodes.stop - 1}) are leased by live processes. Run fewer "
             f"processes per layout, wait up to {self._ttl_ms / 1000:g} s for the leases of dead "
             "ones to lapse, or use a layout with a wider node field; the lease table "
             "(manage.py idfields_nodes, or list_leases()) shows the holders"
@@ -493,7 +508,16 @@ def _lease_field(layout: Layout) -> PlacedField:
     return layout.node_fields[0]
 
 
-def _candidates(placed: PlacedField, rows: Mapping[int, _Row], now: int) -> Iterator[int]:
+def read_node_range(database: Database) -> noderange.NodeRange:
+    """The database's node range: every node where the SQL functions do not record one."""
+    if database.vendor != "postgresql":
+        return noderange.WHOLE
+    exists = database.execute(noderange.EXISTS).rows
+    rows = database.execute(noderange.READ).rows if exists and exists[0][0] else []
+    return noderange.from_rows(exists, rows)
+
+
+def _candidates(nodes: range, rows: Mapping[int, _Row], now: int) -> Iterator[int]:
     """Free nodes in random order: a few random probes first, then all the others. Free: never
     used, lapsed, or released with a fence within our run-ahead (L5)."""
 
@@ -505,7 +529,6 @@ def _candidates(placed: PlacedField, rows: Mapping[int, _Row], now: int) -> Iter
             or (not row.holder and row.expires <= now + CLAIM_AHEAD_MS)
         )
 
-    nodes = range(placed.minimum, placed.maximum + 1)
     probes = random.sample(nodes, min(_PROBES, len(nodes)))
     yield from (node for node in probes if free(node))
     if len(nodes) > _PROBES:

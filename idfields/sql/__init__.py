@@ -19,6 +19,8 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from idfields.sql.noderange import node_range
+
 #: The version this package installs: its one SQL file, which its migrations name.
 VERSION = "0001"
 
@@ -75,13 +77,20 @@ def previous(version: str) -> str | None:
     return older[-1] if older else None
 
 
-def load(version: str, lease_schema: str = "public") -> str:
+def load(version: str, lease_schema: str = "public", nodes: object = None) -> str:
     """The install script of ``version``: idempotent DDL (CREATE SCHEMA/OR REPLACE FUNCTION),
-    leasing from the idfields tables in ``lease_schema``."""
+    leasing from the idfields tables in ``lease_schema``, issuing on ``nodes`` (see
+    :func:`idfields.sql.noderange.node_range`; None: every node)."""
     if not isinstance(lease_schema, str) or not lease_schema or "\0" in lease_schema:
         raise ValueError(f"lease_schema must be a schema name, got {lease_schema!r}")
     quoted = '"' + lease_schema.replace('"', '""') + '"'
-    return _read(version, "").replace(_SCHEMA_TOKEN, quoted)
+    limits = node_range(nodes)
+    return (
+        _read(version, "")
+        .replace(_SCHEMA_TOKEN, quoted)
+        .replace("@first_node@", str(limits.first))
+        .replace("@last_node@", str(limits.last))
+    )
 
 
 def load_drop(version: str) -> str:
@@ -118,23 +127,25 @@ def installed_version(rows: list[tuple[str | None, bool]]) -> str | None:
     )
 
 
-def install_script(installed: str | None, version: str, lease_schema: str) -> str:
+def install_script(
+    installed: str | None, version: str, lease_schema: str, nodes: object = None
+) -> str:
     """What makes a database holding ``installed`` (None: nothing) hold exactly ``version``:
     its install script, then what only ``installed`` had dropped. An installed version this
     package has no scripts for is refused: its leftovers are unknown, and sessions keeping its
     state could read the replacing functions' settings wrongly."""
-    script = load(known(version), lease_schema)
+    script = load(known(version), lease_schema, nodes)
     if installed is None or installed == version:
         return script
     return script + load_leftovers(_recorded(installed, version), version)
 
 
-def offline_install_script(version: str, lease_schema: str) -> str:
+def offline_install_script(version: str, lease_schema: str, nodes: object = None) -> str:
     """:func:`install_script` for a database that cannot be read beforehand (``alembic
     --sql``): a guard that refuses, when it runs, a recorded version this package does not
     know, then ``version``'s script, then the leftovers of every other version it knows
     (``DROP ... IF EXISTS``: only what is there goes)."""
-    script = load(known(version), lease_schema)
+    script = load(known(version), lease_schema, nodes)
     names = ", ".join(f"'idfields SQL {name}'" for name in available())
     guard = (
         "DO $guard$\nBEGIN\n"

@@ -1,5 +1,5 @@
-"""``op.install_id_functions(version, lease_schema=None)`` and ``op.drop_id_functions(version)``:
-the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
+"""``op.install_id_functions(version, lease_schema=None, nodes=None)`` and
+``op.drop_id_functions(version)``: the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
 sha256=None)`` and ``op.drop_layout_functions(layout, sha256=None)``: ``idfields.next_<name>()``
 of a user layout on top of them.
 
@@ -10,6 +10,7 @@ place, dropping what only the replaced version had), so a downgrade writes
 ``op.install_id_functions("<the older version>")``; a database holding a version this package
 does not know is refused. The functions name the idfields tables' schema: ``lease_schema``, or
 (online) the one copy on the connection's search_path; none or two copies are refused.
+``nodes`` is the database's node range (see ``InstallIdFunctions``; default every node).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sqlalchemy import text
 
 from idfields import sql
 from idfields.sql.layouts import LayoutLike, as_layout, check_digest, render_layout_function
+from idfields.sql.noderange import node_range
 
 
 @Operations.register_operation("install_id_functions")
@@ -26,22 +28,28 @@ class InstallIdFunctionsOp(MigrateOperation):
     """Install SQL ``version`` over whatever version the database records; the reverse goes
     back to the version before it (or drops the functions when there is none)."""
 
-    def __init__(self, version: str, lease_schema: str | None = None) -> None:
+    def __init__(self, version: str, lease_schema: str | None = None, nodes: object = None) -> None:
         self.version = sql.known(version)
         self.lease_schema = lease_schema
+        self.nodes = node_range(nodes)
 
     @classmethod
     def install_id_functions(
-        cls, operations: Operations, version: str, lease_schema: str | None = None
+        cls,
+        operations: Operations,
+        version: str,
+        lease_schema: str | None = None,
+        nodes: object = None,
     ) -> None:
-        """Install (or upgrade or downgrade to) the idfields SQL functions of ``version``."""
-        operations.invoke(cls(version, lease_schema))
+        """Install (or upgrade or downgrade to) the idfields SQL functions of ``version``,
+        issuing on ``nodes`` (default every node)."""
+        operations.invoke(cls(version, lease_schema, nodes))
 
     def reverse(self) -> MigrateOperation:
         before = sql.previous(self.version)
         if before is None:
             return DropIdFunctionsOp(self.version)
-        return InstallIdFunctionsOp(before, self.lease_schema)
+        return InstallIdFunctionsOp(before, self.lease_schema, self.nodes)
 
 
 @Operations.register_operation("drop_id_functions")
@@ -138,9 +146,11 @@ def _install(operations: Operations, operation: InstallIdFunctionsOp) -> None:
         return
     schema = _lease_schema(operations, operation)
     if operations.get_context().as_sql:  # no database to read: guard it in the script
-        script = sql.offline_install_script(operation.version, schema)
+        script = sql.offline_install_script(operation.version, schema, operation.nodes)
     else:
-        script = sql.install_script(_installed(operations), operation.version, schema)
+        script = sql.install_script(
+            _installed(operations), operation.version, schema, operation.nodes
+        )
     _execute(operations, script)
 
 

@@ -28,6 +28,7 @@ from idfields.sql.layouts import (
     render_layout_function,
     sql_digest,
 )
+from idfields.sql.noderange import node_range
 
 
 def functions_wanted() -> bool:
@@ -75,16 +76,25 @@ class InstallIdFunctions(_FunctionOperation):
     ``lease_schema`` names the schema of the idfields tables; left out, the operation finds the
     one copy on the connection's search_path when it runs, and refuses none or two (app and
     database would lease from different tables).
+
+    ``nodes`` is the database's node range (``range(0, 512)``, ``(0, 511)`` or ``'0-511'``;
+    default every node): its functions and every app process leasing from it claim only
+    there, so databases whose IDs meet (shards replicating into one) get disjoint ranges.
+    Changing it is a new migration; narrowing it is refused while a live lease holds a node
+    given up, and nodes gained are fenced (claims start 1 s after the install).
     """
 
-    def __init__(self, version: str, lease_schema: str | None = None) -> None:
+    def __init__(self, version: str, lease_schema: str | None = None, nodes: object = None) -> None:
         self.version = sql.known(version)
         self.lease_schema = lease_schema
+        self.nodes = node_range(nodes)
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs: dict[str, Any] = {"version": self.version}
         if self.lease_schema is not None:
             kwargs["lease_schema"] = self.lease_schema
+        if not self.nodes.whole:
+            kwargs["nodes"] = f"{self.nodes.first}-{self.nodes.last}"
         # The class name, as Django's own operations give it: OperationWriter prefixes the module.
         return self.__class__.__name__, [], kwargs
 
@@ -117,7 +127,7 @@ class InstallIdFunctions(_FunctionOperation):
         if schema is None:
             found = _rows(schema_editor, sql.FIND_LEASE_SCHEMAS)
             schema = sql.lease_schema_from([row[0] for row in found])
-        execute(schema_editor, sql.install_script(installed, version, schema))
+        execute(schema_editor, sql.install_script(installed, version, schema, self.nodes))
 
     def describe(self) -> str:
         return f"Install idfields database functions {self.version}"

@@ -19,6 +19,15 @@
 -- A backend idle past its lease may lose the row to an app process; its next call sees the
 -- holder changed and claims another node.
 --
+-- NODE RANGE. idfields.node_range() records the nodes this database issues on (the install's
+-- nodes=, default every node): every claim, of a backend here or of an app process leasing
+-- from these tables, stays inside it, so databases given disjoint ranges (shards publishing
+-- into one subscriber, primaries replicating both ways) never issue the same ID. The install
+-- sets it: narrowing it is refused while a live lease holds a node it gives up (lapsed rows
+-- there lose their holder, so no renewal revives them); widening it, or a first install with a
+-- range, fences every claim here after fenced_until_ms (the install's clock + 1 s), so nodes
+-- another database gave up are taken strictly after its last ID even across 1 s of clock skew.
+--
 -- POSITION AND STATE. Each backend keeps its position in a temporary sequence
 -- (pg_temp.idfields_<layout>) whose value is the last ID itself, advanced with
 -- currval()/setval() so the caller's lastval() is left alone; a rollback does not rewind a
@@ -125,6 +134,53 @@ BEGIN ATOMIC
     SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint;
 END;
 
+-- The nodes this database issues on, set below by the install (see the header).
+DO $node_range$
+DECLARE
+    first_node integer := @first_node@;
+    last_node integer := @last_node@;
+    old record;
+    fence bigint := 0;
+    lease regclass := pg_catalog.to_regclass('@lease_schema@.idfields_node_lease');
+    held record;
+    -- Nodes gained: a first install with a range, or a range wider than the installed one.
+    gained boolean := first_node > 0 OR last_node < 2147483647;
+BEGIN
+    IF pg_catalog.to_regprocedure('idfields.node_range()') IS NOT NULL THEN
+        EXECUTE 'SELECT * FROM idfields.node_range()' INTO old;
+        fence := old.fenced_until_ms;
+        gained := first_node < old.first_node OR last_node > old.last_node;
+    END IF;
+    IF gained THEN
+        fence := GREATEST(fence, idfields.clock_ms() + 1000);
+    END IF;
+    IF lease IS NOT NULL THEN
+        -- No claim or renewal runs meanwhile (they update the table).
+        EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', lease);
+        EXECUTE pg_catalog.format('SELECT l.layout, l.node, l.holder FROM %s AS l '
+            'WHERE l.holder <> '''' AND l.expires_at_ms >= idfields.clock_ms() '
+            'AND l.node NOT BETWEEN $1 AND $2 LIMIT 1', lease)
+            INTO held USING first_node, last_node;
+        IF held IS NOT NULL THEN
+            RAISE EXCEPTION 'idfields: cannot narrow this database''s node range to %-%: '
+                'node % of layout % is leased by % outside it', first_node, last_node,
+                held.node, held.layout, held.holder
+                USING ERRCODE = '55006',
+                HINT = 'Another database may take the nodes given up only once nothing here '
+                       'issues on them. Stop the processes and sessions issuing IDs from this '
+                       'database (or wait for their leases to lapse), then run the migration '
+                       'again; they claim inside the new range when they start.';
+        END IF;
+        EXECUTE pg_catalog.format('UPDATE %s AS l SET holder = '''' WHERE l.holder <> '''' '
+            'AND l.node NOT BETWEEN $1 AND $2', lease) USING first_node, last_node;
+    END IF;
+    EXECUTE pg_catalog.format('CREATE OR REPLACE FUNCTION idfields.node_range('
+        'OUT first_node integer, OUT last_node integer, OUT fenced_until_ms bigint) '
+        'LANGUAGE sql IMMUTABLE PARALLEL SAFE BEGIN ATOMIC SELECT %s, %s, %s::bigint; END',
+        first_node, last_node, fence);
+END
+$node_range$;
+
 -- The slow path of the time-based generators (see the header for the rules): the layout's
 -- name (temporary sequence and settings), its lease key (the lease table's layout column: a
 -- user layout's name plus a fingerprint), and the lease table the caller's search_path finds
@@ -165,6 +221,9 @@ DECLARE
     pos_tick bigint;
     pos_node integer;
     claimed integer;
+    first_node integer;
+    last_node integer;
+    fenced_until_ms bigint;
     acquired bigint;
     promise bigint;
     continues boolean;
@@ -289,10 +348,14 @@ BEGIN
     IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000 THEN
         promise := GREATEST(now_ms + lease_ms,
             (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
+        -- The layout's nodes inside this database's range: every claim and renewal stays there.
+        SELECT GREATEST(node_min, r.first_node), LEAST(node_max, r.last_node), r.fenced_until_ms
+        INTO first_node, last_node, fenced_until_ms FROM idfields.node_range() AS r;
         IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
             UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
             WHERE l.layout = lease_key AND l.node = claimed
-              AND l.holder = me AND l.acquired_at_ms = acquired;
+              AND l.holder = me AND l.acquired_at_ms = acquired
+              AND l.node BETWEEN first_node AND last_node;
             IF NOT FOUND THEN  -- an app process took the lapsed row: claim another node
                 claimed := NULL;
             END IF;
@@ -325,7 +388,7 @@ BEGIN
             END LOOP;
             -- The position's node, while this backend holds its lock: its row is ours, lapsed
             -- or gone, and the position (intact) continues it.
-            IF pos_node BETWEEN node_min AND node_max AND EXISTS (
+            IF pos_node BETWEEN first_node AND last_node AND EXISTS (
                 SELECT FROM pg_catalog.pg_locks AS l
                 WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
                   AND l.classid = key::oid AND l.objid::integer = pos_node AND l.objsubid = 2)
@@ -375,7 +438,7 @@ BEGIN
                                 ELSE (l.expires_at_ms * 1000 - epoch_us) / unit_us + 1
                             END AS fence
                         FROM @lease_schema@.idfields_node_lease AS l
-                        WHERE l.layout = lease_key AND l.node BETWEEN node_min AND node_max
+                        WHERE l.layout = lease_key AND l.node BETWEEN first_node AND last_node
                           AND (l.expires_at_ms < now_ms OR l.holder = me)) AS f
                     WHERE NOT f.own OR f.fence <= now_tick + max_ahead
                     ORDER BY f.own DESC, f.expires_at_ms
@@ -400,7 +463,7 @@ BEGIN
             END IF;
             IF claimed IS NULL THEN
                 FOR cand IN SELECT g.n AS node
-                    FROM pg_catalog.generate_series(node_min, node_max) AS g(n)
+                    FROM pg_catalog.generate_series(first_node, last_node) AS g(n)
                     WHERE NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS l
                                       WHERE l.layout = lease_key AND l.node = g.n)
                 LOOP
@@ -417,13 +480,21 @@ BEGIN
                     PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
                 END LOOP;
             END IF;
+            IF first_node > last_node THEN
+                RAISE EXCEPTION 'idfields: layout % has no node in this database''s node range',
+                    layout
+                    USING ERRCODE = '53400',
+                    HINT = pg_catalog.format('The layout''s nodes are %s..%s; idfields.node_range() '
+                        'holds none of them. Install the functions with a range that holds some '
+                        '(nodes=).', node_min, node_max);
+            END IF;
             IF claimed IS NULL THEN
                 SELECT pg_catalog.count(*) INTO last FROM @lease_schema@.idfields_node_lease AS l
                 WHERE l.layout = lease_key AND l.expires_at_ms >= now_ms
-                  AND l.node BETWEEN node_min AND node_max;
+                  AND l.node BETWEEN first_node AND last_node;
                 RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
                     'the other % are locked by other sessions (advisory locks of class %)',
-                    layout, last, node_max - node_min + 1, node_max - node_min + 1 - last, key
+                    layout, last, last_node - first_node + 1, last_node - first_node + 1 - last, key
                     USING ERRCODE = '53400',
                     HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
                            '''advisory'', that classid) for the locks. Use fewer connections '
@@ -431,6 +502,8 @@ BEGIN
                            'sessions holding stray advisory locks, or choose a layout with more '
                            'node bits.';
             END IF;
+            -- Fencing: nodes this database was given may have been another database's.
+            tick := GREATEST(tick, (fenced_until_ms * 1000 - epoch_us) / unit_us + 1);
         END IF;
     END IF;
     -- The claim and its limit are session settings, set together on every call: a rollback
