@@ -1,7 +1,7 @@
 """``op.install_id_functions(version, lease_schema=None, nodes=None)`` and
-``op.drop_id_functions(version)``: the database-side ID functions in an Alembic migration; ``op.install_layout_functions(layout,
-sha256=None)`` and ``op.drop_layout_functions(layout, sha256=None)``: ``idfields.next_<name>()``
-of a user layout on top of them.
+``op.drop_id_functions(version)``: the database-side ID functions in an Alembic migration;
+``op.install_layout_functions(layout, sha256=None)`` and ``op.drop_layout_functions(layout,
+sha256=None)``: ``idfields.next_<name>()`` of a user layout on top of them.
 
 The SQL is the versioned file the migration names, emitted through ``operations.execute`` so
 ``alembic upgrade --sql`` prints it. PostgreSQL only: on other dialects the operations do
