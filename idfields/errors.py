@@ -63,3 +63,7 @@ class LockTimeout(IdFieldsError, RuntimeError):
 class UnwidenedIdColumn(IdFieldsWarning):
     """An integer column looks as if it holds IDs of the key being converted, but is neither a
     foreign key nor listed to be widened with it (Alembic's ``also=[...]``)."""
+
+
+class NodeRangeOverlap(IdFieldsError, ValueError):
+    """Two databases whose IDs may meet record node ranges that share nodes."""

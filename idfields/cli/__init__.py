@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from idfields import __version__
-from idfields.cli import codec, ids, keys, layouts
+from idfields.cli import codec, ids, keys, layouts, ranges
 from idfields.cli.arguments import MAX_COUNT, UsageError
 from idfields.codecs import DEFAULT_ENV_VAR
 from idfields.compare.cli import add_compare_command
@@ -85,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
     layout_option(inspect)
     inspect.add_argument("--base62", action="store_true", help="ID is given in base62")
     add_compare_command(commands, parents=[common])
+    node_ranges = command(
+        "ranges",
+        ranges.run,
+        ranges.render,
+        "the node range each PostgreSQL database records; exit 2 when two share nodes",
+    )
+    node_ranges.add_argument("urls", metavar="URL", nargs="+", help="postgresql://... URLs")
     encode = command(
         "encode", codec.run_encode, codec.render_encode, "ID -> base62 text or public ID"
     )

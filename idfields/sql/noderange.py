@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from idfields.errors import NodeRangeOverlap
+
 #: The largest node number a range can name (the SQL functions' integer).
 MAX_NODE = 2**31 - 1
 
@@ -20,6 +22,12 @@ MAX_NODE = 2**31 - 1
 #: installed yet), then the range itself.
 EXISTS = "SELECT pg_catalog.to_regprocedure('idfields.node_range()') IS NOT NULL"
 READ = "SELECT first_node, last_node, fenced_until_ms FROM idfields.node_range()"
+#: Which database a connection reaches: a physical standby (a read replica) is its primary's
+#: database, not another one with its own range.
+IDENTITY = (
+    "SELECT (SELECT system_identifier FROM pg_catalog.pg_control_system())::text "
+    "OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) pg_catalog.current_database()"
+)
 
 
 @dataclass(frozen=True)
@@ -103,3 +111,19 @@ def overlapping(ranges: dict[str, NodeRange]) -> list[tuple[str, str, tuple[int,
             if shared is not None:
                 found.append((one, other, shared))
     return found
+
+
+def check_disjoint(ranges: dict[str, NodeRange]) -> None:
+    """Refuse named databases (aliases, URLs) whose ranges share nodes, naming the first pair."""
+    pairs = overlapping(ranges)
+    if not pairs:
+        return
+    one, other, (first, last) = pairs[0]
+    more = f" (and {len(pairs) - 1} more pairs)" if len(pairs) > 1 else ""
+    raise NodeRangeOverlap(
+        f"{one} ({ranges[one]}) and {other} ({ranges[other]}) share nodes {first}-{last}"
+        f"{more}: both issue the same IDs, and where their rows meet (a subscriber, a "
+        "replicated table, a shard merge) one is lost. Give each database a range of its own "
+        "when installing the SQL functions (InstallIdFunctions(..., nodes=range(a, b)) or "
+        "op.install_id_functions(..., nodes=...)); docs/how-to/multiple-databases.md plans them"
+    )
