@@ -29,6 +29,8 @@ Database (``manage.py check --database default``):
 
 - ``idfields.E040`` a DecimalId layout is in use and no launch is recorded (``idfields_launch``);
 - ``idfields.W020`` the current launch has used more than half its generator ids.
+- ``idfields.E041`` two PostgreSQL aliases record node ranges that share nodes: both issue
+  the same IDs (``manage.py idfields_ranges`` lists the ranges).
 
 Field checks (``idfields.E030``, ``E031``, ``E032``, ``E035``) live on the fields themselves; the
 public-ID key checks (``idfields.E009`` a weak, short or clashing key, ``E010`` no key for a
@@ -53,12 +55,14 @@ from django.db.models import BigIntegerField, Model
 from idfields.coordination.report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
+from idfields.django_app.noderanges import alias_ranges
 from idfields.django_app.sources import coordination_database
 from idfields.django_app.widening import is_widened
 from idfields.errors import IdFieldsError, NodeNotConfigured
 from idfields.generators.hotpath import core_status
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
+from idfields.sql import noderange
 
 HORIZON = timedelta(days=3653)  # "runs out within 10 years"
 # Django's names (model and introspection) for integer columns too narrow for a 63-bit ID.
@@ -425,3 +429,30 @@ def check_launch_room(
                 )
             )
     return messages
+
+
+@register(Tags.database)
+def check_node_ranges(
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[Any]:
+    """Two database aliases whose recorded node ranges share nodes (``idfields.E041``)."""
+    if not databases:
+        return []
+    try:
+        ranges = alias_ranges(databases)
+    except DatabaseError:
+        return []  # unreachable or not migrated: migrate and the other checks say so
+    found = noderange.describe_overlap(ranges)
+    if found is None:
+        return []
+    return [
+        Error(
+            f"database aliases {found}: both issue the same IDs.",
+            hint="Install the SQL functions of each database with a node range of its own "
+            "(InstallIdFunctions(..., nodes=range(a, b))); manage.py idfields_ranges lists them.",
+            obj="the DATABASES setting",
+            id="idfields.E041",
+        )
+    ]

@@ -113,17 +113,24 @@ def overlapping(ranges: dict[str, NodeRange]) -> list[tuple[str, str, tuple[int,
     return found
 
 
-def check_disjoint(ranges: dict[str, NodeRange]) -> None:
-    """Refuse named databases (aliases, URLs) whose ranges share nodes, naming the first pair."""
+def describe_overlap(ranges: dict[str, NodeRange]) -> str | None:
+    """The first pair of named ranges that share nodes, in words; None when all are disjoint."""
     pairs = overlapping(ranges)
     if not pairs:
-        return
+        return None
     one, other, (first, last) = pairs[0]
     more = f" (and {len(pairs) - 1} more pairs)" if len(pairs) > 1 else ""
-    raise NodeRangeOverlap(
-        f"{one} ({ranges[one]}) and {other} ({ranges[other]}) share nodes {first}-{last}"
-        f"{more}: both issue the same IDs, and where their rows meet (a subscriber, a "
-        "replicated table, a shard merge) one is lost. Give each database a range of its own "
-        "when installing the SQL functions (InstallIdFunctions(..., nodes=range(a, b)) or "
-        "op.install_id_functions(..., nodes=...)); docs/how-to/multiple-databases.md plans them"
-    )
+    return f"{one} ({ranges[one]}) and {other} ({ranges[other]}) share nodes {first}-{last}{more}"
+
+
+def check_disjoint(ranges: dict[str, NodeRange]) -> None:
+    """Refuse named databases (aliases, URLs) whose ranges share nodes, naming the first pair."""
+    found = describe_overlap(ranges)
+    if found is not None:
+        raise NodeRangeOverlap(
+            f"{found}: both issue the same IDs, and where their rows meet (a subscriber, a "
+            "replicated table, a shard merge) one is lost. Give each database a range of its "
+            "own when installing the SQL functions (InstallIdFunctions(..., nodes=range(a, b)) "
+            "or op.install_id_functions(..., nodes=...)); docs/how-to/multiple-databases.md "
+            "plans them"
+        )

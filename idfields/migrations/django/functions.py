@@ -28,7 +28,7 @@ from idfields.sql.layouts import (
     render_layout_function,
     sql_digest,
 )
-from idfields.sql.noderange import node_range
+from idfields.sql.noderange import NodeRange, node_range
 
 
 def functions_wanted() -> bool:
@@ -78,23 +78,31 @@ class InstallIdFunctions(_FunctionOperation):
     database would lease from different tables).
 
     ``nodes`` is the database's node range (``range(0, 512)``, ``(0, 511)`` or ``'0-511'``;
-    default every node): its functions and every app process leasing from it claim only
-    there, so databases whose IDs meet (shards replicating into one) get disjoint ranges.
-    Changing it is a new migration; narrowing it is refused while a live lease holds a node
-    given up, and nodes gained are fenced (claims start 1 s after the install).
+    default every node), or a dict of them by database alias (one migration for every shard;
+    an alias it does not name is refused): the functions and every app process leasing from
+    that database claim only there, so databases whose IDs meet (shards replicating into one)
+    get disjoint ranges. Changing it is a new migration; narrowing it is refused while a live
+    lease holds a node given up, and nodes gained are fenced (claims start 1 s after the
+    install).
     """
 
     def __init__(self, version: str, lease_schema: str | None = None, nodes: object = None) -> None:
         self.version = sql.known(version)
         self.lease_schema = lease_schema
-        self.nodes = node_range(nodes)
+        self.nodes: NodeRange | dict[str, NodeRange]
+        if isinstance(nodes, dict):
+            self.nodes = {alias: node_range(limits) for alias, limits in nodes.items()}
+        else:
+            self.nodes = node_range(nodes)
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
         kwargs: dict[str, Any] = {"version": self.version}
         if self.lease_schema is not None:
             kwargs["lease_schema"] = self.lease_schema
-        if not self.nodes.whole:
-            kwargs["nodes"] = f"{self.nodes.first}-{self.nodes.last}"
+        if isinstance(self.nodes, dict):
+            kwargs["nodes"] = {alias: _text(limits) for alias, limits in self.nodes.items()}
+        elif not self.nodes.whole:
+            kwargs["nodes"] = _text(self.nodes)
         # The class name, as Django's own operations give it: OperationWriter prefixes the module.
         return self.__class__.__name__, [], kwargs
 
@@ -127,7 +135,19 @@ class InstallIdFunctions(_FunctionOperation):
         if schema is None:
             found = _rows(schema_editor, sql.FIND_LEASE_SCHEMAS)
             schema = sql.lease_schema_from([row[0] for row in found])
-        execute(schema_editor, sql.install_script(installed, version, schema, self.nodes))
+        nodes = self._nodes(schema_editor.connection.alias)
+        execute(schema_editor, sql.install_script(installed, version, schema, nodes))
+
+    def _nodes(self, alias: str) -> NodeRange:
+        if not isinstance(self.nodes, dict):
+            return self.nodes
+        if alias not in self.nodes:
+            raise ValueError(
+                f"InstallIdFunctions(nodes=...) names no node range for database alias "
+                f"{alias!r} (it names {', '.join(map(repr, self.nodes))}); add one, disjoint "
+                f"from the others, or keep the idfields functions off that alias (a router)"
+            )
+        return self.nodes[alias]
 
     def describe(self) -> str:
         return f"Install idfields database functions {self.version}"
@@ -135,6 +155,10 @@ class InstallIdFunctions(_FunctionOperation):
     @property
     def migration_name_fragment(self) -> str:
         return f"idfields_functions_{self.version}"
+
+
+def _text(limits: NodeRange) -> str:
+    return f"{limits.first}-{limits.last}"
 
 
 def _rows(schema_editor: BaseDatabaseSchemaEditor, query: str) -> list[Any]:
