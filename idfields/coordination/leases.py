@@ -160,11 +160,11 @@ class LeaseSource:
                 lease = self._claim(key, node, by_node.get(node), holder, now, fence)
                 if lease is not None:
                     self._check_no_other_layout(layout, key, lease)
-                    return lease
+                    return self._in_range(lease, placed)
             lease = self._reclaim(key, rows, holder, now, fence)
             if lease is not None:
                 self._check_no_other_layout(layout, key, lease)
-                return lease
+                return self._in_range(lease, placed)
         live = sum(1 for row in rows if row.holder and row.expires >= now)
         raise NodeError(
             f"no free node for layout {layout.name!r}: {live} of its {len(nodes)} nodes "
@@ -222,6 +222,18 @@ class LeaseSource:
         except NodeError:
             lease.release(0)
             raise
+
+    def _in_range(self, lease: _Lease, placed: PlacedField) -> _Lease:
+        """After a claim: a range narrowed meanwhile (a migration that committed while the
+        claim was written) is seen now, and a node left outside it is given back."""
+        if lease.node in read_node_range(self._database).nodes(placed.minimum, placed.maximum):
+            return lease
+        lease.release(0)
+        raise NodeError(
+            f"node {lease.node} of layout {lease.layout!r} left this database's node range "
+            "while it was claimed (a migration changed it); no ID was issued, the next attempt "
+            "claims inside the new range"
+        )
 
     def _same_name_rows(self, layout: Layout, except_key: str | None = None) -> list[_Row]:
         """Lease rows of every layout named like ``layout`` (bare name or ``name#...``), but

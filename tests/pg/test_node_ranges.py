@@ -4,6 +4,7 @@ gained; the Django and Alembic operations record it; bad ranges are refused by n
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -171,3 +172,55 @@ def test_a_bad_range_is_refused_naming_the_forms(bad: object) -> None:
         node_range(bad)
     with pytest.raises(ValueError, match="nodes=range"):
         sql.load(sql.VERSION, nodes=bad)
+
+
+def waiting_for_a_lock(admin: psycopg.Connection, database: str) -> bool:
+    row = admin.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND wait_event_type = 'Lock'",
+        [database],
+    ).fetchone()
+    return row is not None and row[0] > 0
+
+
+@pytest.mark.parametrize("claimer", ["backend", "app"])
+def test_a_claim_racing_a_narrowing_is_undone(empty_database: DbUrl, claimer: str) -> None:
+    """The claim reads the old range, then waits for the table the narrowing migration has
+    locked; once that commits, the claim sees the new range and never keeps a node outside."""
+    install(empty_database, None)
+    outcome: list[object] = []
+
+    def claim(_: int) -> None:
+        if claimer == "backend":
+            with connect(empty_database) as conn:
+                try:
+                    outcome.append(node_of(conn))
+                except psycopg.errors.SerializationFailure as error:
+                    outcome.append(error)
+            return
+        database = DbApiDatabase("postgresql", str(empty_database))
+        try:
+            outcome.append(LeaseSource(database).acquire(SNOWFLAKE).values["node"])
+        except NodeError as error:
+            outcome.append(error)
+        finally:
+            database.close()
+
+    with (
+        connect(empty_database) as admin,
+        psycopg.connect(**empty_database.psycopg_kwargs()) as migration,
+    ):
+        migration.execute(sql.load(sql.VERSION, nodes=range(1000, 1024)).encode())  # uncommitted
+        thread = threading.Thread(target=claim, args=(0,))
+        thread.start()
+        while not waiting_for_a_lock(admin, empty_database.database or ""):
+            time.sleep(0.05)
+        migration.commit()
+        thread.join()
+        live = admin.execute(
+            "SELECT node FROM idfields_node_lease WHERE holder <> '' "
+            "AND expires_at_ms >= idfields.clock_ms()"
+        ).fetchall()
+    (result,) = outcome
+    expected = "node range changed while" if claimer == "backend" else "left this database's"
+    assert isinstance(result, Exception) and expected in str(result)
+    assert all(1000 <= node <= 1023 for (node,) in live)

@@ -502,6 +502,15 @@ BEGIN
                            'sessions holding stray advisory locks, or choose a layout with more '
                            'node bits.';
             END IF;
+            -- A range narrowed while this claim waited for the table is seen now (each
+            -- statement reads the latest commit): the claim is undone, never kept outside it.
+            IF NOT EXISTS (SELECT FROM idfields.node_range() AS r
+                           WHERE claimed BETWEEN r.first_node AND r.last_node) THEN
+                RAISE EXCEPTION 'idfields: this database''s node range changed while node % '
+                    'of layout % was claimed', claimed, layout
+                    USING ERRCODE = '40001',
+                    HINT = 'A migration changed idfields.node_range(); retry the transaction.';
+            END IF;
             -- Fencing: nodes this database was given may have been another database's.
             tick := GREATEST(tick, (fenced_until_ms * 1000 - epoch_us) / unit_us + 1);
         END IF;
