@@ -331,6 +331,27 @@ def _running_postgres(
         _run([*pg_ctl, "-m", "immediate", "stop"], as_owner, tmp, log)
 
 
+def extension_available(name: str) -> bool:
+    """Whether the server binaries on ``PATH`` have extension ``name`` (its control file in
+    the server's share directory, as ``pg_config --sharedir`` names it)."""
+    try:
+        done = subprocess.run(
+            [_server_binary("pg_config"), "--sharedir"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    return (Path(done.stdout.strip()) / "extension" / f"{name}.control").exists()
+
+
+def server_settings() -> set[str]:
+    """The names of the settings the server binary on ``PATH`` knows (a patched server may
+    know more than upstream's)."""
+    done = subprocess.run(
+        [_server_binary("postgres"), "--describe-config"], capture_output=True, text=True
+    )
+    return {line.split("\t", 1)[0] for line in done.stdout.splitlines()}
+
+
 def _server_binary(name: str) -> str:
     """``name`` beside the ``initdb`` on PATH (one server version), else as PATH finds it."""
     initdb = shutil.which("initdb")

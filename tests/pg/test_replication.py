@@ -183,3 +183,92 @@ def test_shards_sharing_nodes_are_refused_before_any_insert(
     a, b = (str(url) for url in topology.shards.values())
     assert f"{a} (all nodes) and {b} (nodes 1000-1099) share nodes 1000-1099" in output
     assert "nodes=" in output
+
+
+# -- two primaries replicating both ways (pglogical) ------------------------------------------
+
+PGLOGICAL = {
+    **LOGICAL,
+    "shared_preload_libraries": "pglogical",
+    "track_commit_timestamp": "on",
+    "max_worker_processes": "16",
+}
+# A server that trusts only listed output plugins must list pglogical's (its providers use it).
+TRUSTED_PLUGINS = {"output_plugin_libraries": "'pgoutput,test_decoding,pglogical_output'"}
+
+
+@pytest.fixture(scope="session")
+def pglogical_clusters() -> Iterator[tuple[str, str]]:
+    if not databases.extension_available("pglogical"):
+        pytest.skip("no pglogical: apt-get install postgresql-<version>-pglogical (.ci/run does)")
+    with contextlib.ExitStack() as stack:
+        settings = dict(PGLOGICAL)
+        if "output_plugin_libraries" in databases.server_settings():
+            settings.update(TRUSTED_PLUGINS)
+        one, two = (stack.enter_context(databases.throwaway_postgres(settings)) for _ in "12")
+        yield one, two
+
+
+@pytest.fixture
+def primaries(pglogical_clusters: tuple[str, str]) -> Iterator[dict[str, DbUrl]]:
+    """A new database on each cluster (left to die with its cluster: pglogical's workers hold
+    a dropped database up), for two pglogical nodes."""
+    found = {}
+    for name, url in zip(("one", "two"), pglogical_clusters, strict=True):
+        found[name] = DbUrl.parse(url).with_database(
+            f"{databases.SCRATCH_PREFIX}{name}_{id(found)}"
+        )
+        with connect(DbUrl.parse(url)) as admin:
+            admin.execute(f'CREATE DATABASE "{found[name].database}"'.encode())
+    yield found
+
+
+def dsn(url: DbUrl) -> str:
+    return f"host={url.host} port={url.port} dbname={url.database} user=postgres"
+
+
+def replicate_both_ways(primaries: dict[str, DbUrl]) -> None:
+    for name, url in primaries.items():
+        with connect(url) as conn:
+            conn.execute("CREATE EXTENSION pglogical")
+            conn.execute("SELECT pglogical.create_node(%s, %s)", [name, dsn(url)])
+            conn.execute("SELECT pglogical.replication_set_add_table('default', 'item')")
+    for name, url in primaries.items():
+        (other,) = (peer for key, peer in primaries.items() if key != name)
+        with connect(url) as conn:
+            conn.execute(
+                "SELECT pglogical.create_subscription(%s, %s, synchronize_data := false, "
+                "forward_origins := '{}')",
+                [f"{name}_from_peer", dsn(other)],
+            )
+    deadline = time.monotonic() + 30
+    for url in primaries.values():
+        with connect(url) as conn:
+            while conn.execute(
+                "SELECT status FROM pglogical.show_subscription_status()"
+            ).fetchone() != ("replicating",):
+                assert time.monotonic() < deadline, "the subscription did not start"
+                time.sleep(0.1)
+
+
+def test_two_primaries_with_disjoint_ranges_replicate_both_ways(
+    primaries: dict[str, DbUrl], capsys: pytest.CaptureFixture[str]
+) -> None:
+    install(primaries["one"], range(0, 512))
+    install(primaries["two"], range(512, 1024))
+    status, output = ranges_command(Topology(primaries, primaries["one"]), capsys)
+    assert status == 0, output
+    replicate_both_ways(primaries)
+    inserted = insert_concurrently(Topology(primaries, primaries["one"]))
+    deadline = time.monotonic() + 60
+    for url in primaries.values():
+        with connect(url) as conn:
+            while True:
+                rows = conn.execute("SELECT count(*) FROM item").fetchone()[0]
+                state = conn.execute(
+                    "SELECT status FROM pglogical.show_subscription_status()"
+                ).fetchone()
+                if rows >= inserted or state != ("replicating",) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            assert (rows, state) == (inserted, ("replicating",))
