@@ -385,3 +385,18 @@ def test_a_reader_that_leaves_early_gets_no_traceback() -> None:
         errors = process.stderr.read()
         status = process.wait(timeout=60)
     assert (status, errors) == (1, b"")
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("mysql://root@127.0.0.1/x", "is not a PostgreSQL URL"),
+        ("postgresql://u:secret@127.0.0.1:1/x", "cannot read the node range of"),
+    ],
+)
+def test_ranges_refuses_what_it_cannot_read_in_one_line(
+    capsys: pytest.CaptureFixture[str], url: str, says: str
+) -> None:
+    assert main(["ranges", url]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "secret" not in err and len(err.strip().splitlines()) == 1
