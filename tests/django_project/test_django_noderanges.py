@@ -19,6 +19,8 @@ from django.db import connections
 
 from idfields import sql
 from idfields.django_app.checks import check_node_ranges
+from idfields.django_app.noderanges import alias_ranges
+from idfields.sql.noderange import WHOLE
 from tests.pg.conftest import TABLES
 
 pytestmark = pytest.mark.postgres
@@ -27,9 +29,10 @@ RANGES = {"shard_a": range(0, 512), "shard_b": range(512, 1024)}
 
 
 @pytest.fixture
-def shards(postgres_url: str, django_db_blocker: Any) -> Iterator[None]:
+def shards(postgres_url: str, django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
     """Aliases shard_a and shard_b (two new databases, disjoint ranges) and replica_a (a second
-    alias of shard_a's database), beside the project's own."""
+    alias of shard_a's database), beside the project's own (its test databases made and
+    migrated: default issues on every node)."""
     added = ["shard_a", "shard_b", "replica_a"]
     with contextlib.ExitStack() as stack:
         urls = {}
@@ -51,7 +54,7 @@ def shards(postgres_url: str, django_db_blocker: Any) -> Iterator[None]:
             settings.DATABASES[alias] = configured[alias]
             connections.settings[alias] = configured[alias]
         try:
-            with django_db_blocker.unblock():
+            with django_db_blocker.unblock():  # the shards are no test databases of Django's
                 yield
         finally:
             for alias in added:
@@ -59,6 +62,11 @@ def shards(postgres_url: str, django_db_blocker: Any) -> Iterator[None]:
                 del connections[alias]
                 connections.settings.pop(alias, None)  # the same dict, once configured
                 settings.DATABASES.pop(alias, None)
+
+
+@pytest.mark.django_db  # also makes the project's test databases when this file runs alone
+def test_the_project_database_issues_on_every_node() -> None:
+    assert alias_ranges(["default", "sqlite"]) == {"default": WHOLE}
 
 
 def ranges(*aliases: str) -> str:
