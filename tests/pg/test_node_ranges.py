@@ -154,16 +154,13 @@ def test_django_operation_records_the_range_of_its_alias(django_connection: Any)
         run(django_connection, elsewhere, "forwards")
 
 
-MIGRATION = alembic_env.migration(
-    f'op.install_id_functions("{sql.VERSION}", nodes=range(256, 512))',
-    f'op.drop_id_functions("{sql.VERSION}")',
-)
-
-
 def test_alembic_operation_records_the_range(empty_database: DbUrl, tmp_path: Path) -> None:
-    config, _ = alembic_env.alembic_config(tmp_path, empty_database.sqlalchemy_url(), MIGRATION)
-    command.upgrade(config, "head")
-    assert (recorded(empty_database).first, recorded(empty_database).last) == (256, 511)
+    install_op = f'op.install_id_functions("{sql.VERSION}", nodes=range(256, 512))'
+    migration = alembic_env.migration(install_op, f'op.drop_id_functions("{sql.VERSION}")')
+    url = empty_database.sqlalchemy_url()
+    command.upgrade(alembic_env.alembic_config(tmp_path, url, migration)[0], "head")
+    limits = recorded(empty_database)
+    assert (limits.first, limits.last) == (256, 511)
 
 
 @pytest.mark.parametrize("bad", [range(5, 5), range(0, 10, 2), "a-b", (3, 1), (0, 2**31), 7])
