@@ -12,8 +12,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from idfields.cli.arguments import UsageError
-from idfields.cli.table import table
 from idfields.sql import noderange
+from idfields.text import table
 
 HEADERS = ("database", "nodes", "fenced until (unix ms)", "same database as")
 
