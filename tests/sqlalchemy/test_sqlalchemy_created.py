@@ -24,7 +24,7 @@ class Author(Base):
 
 class Book(Base):
     __tablename__ = "created_book"
-    id: Mapped[int] = id_column("traceid", primary_key=True)
+    id: Mapped[int] = id_column(layout="traceid", primary_key=True)
     author_id: Mapped[int | None] = mapped_column(sa.ForeignKey("created_author.id"))
     title: Mapped[str] = mapped_column(sa.String(20), default="")
     created_at = created_from_id()
