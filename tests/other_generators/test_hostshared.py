@@ -160,7 +160,7 @@ def test_a_killed_process_restarts_without_repeats(tmp_path: Path) -> None:
         worker.start()
     victim = workers[0]
     deadline = time.monotonic() + 60
-    while _size(outs[0]) < 8 * 20_000:  # let the victim issue 20,000 IDs first
+    while _size(outs[0]) < 8 * 20_000:  # the victim has issued 20,000 IDs by then
         assert time.monotonic() < deadline
         time.sleep(0.005)
     os.kill(victim.pid or 0, signal.SIGKILL)  # most likely in the middle of an update

@@ -256,7 +256,7 @@ BEGIN
                    'take the layout''s own lease key (Layout.lease_key).';
     END IF;
     IF visible_lease <> '@lease_schema@.idfields_node_lease'::regclass THEN
-        RAISE EXCEPTION 'idfields: this session''s search_path finds the lease table %, but '
+        RAISE EXCEPTION 'idfields: the search_path of the session finds the lease table %, but '
             'the database functions lease from %', visible_lease,
             '@lease_schema@.idfields_node_lease'::regclass
             USING ERRCODE = '55000',
@@ -281,7 +281,7 @@ BEGIN
     IF seq IS NULL THEN
         EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
             'idfields_' || layout);
-        -- For the roles this session may switch to; other sessions never reach it.
+        -- For the roles the session may switch to; other sessions never reach it.
         EXECUTE pg_catalog.format('GRANT ALL ON SEQUENCE pg_temp.%I TO PUBLIC',
             'idfields_' || layout);
         seq := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
@@ -891,7 +891,7 @@ END
 $$;
 
 -- decimal_slow_path()'s going on, inlined (see time_next): the sequence exists, the
--- transaction may write, and its last ID carries this session's generator id.
+-- transaction may write, and its last ID carries the session's generator id.
 CREATE OR REPLACE FUNCTION idfields.resume_decimal() RETURNS oid
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
