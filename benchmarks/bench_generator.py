@@ -178,8 +178,11 @@ def _lock_note(result: Paired[str]) -> str:
     spent = result.median(LOCKED_CALL) - result.median(EMPTY_CALL)
     return (
         f"the lock that makes the call thread-safe is {spent:.0f} ns of it (the two Python calls "
-        "below); snowflake-id's next() takes none, and no pure-Python call was found cheaper "
-        "that keeps it (one attribute read less: 1.00x)"
+        "below); snowflake-id's next() takes none. Callgrind instructions a call (a 100k-call "
+        "loop, PYTHONHASHSEED=0, a constant clock so no tick rolls over under valgrind): state in "
+        "the instance dict 3,877 (33 attributes, past the 30 keys a dict shares, so every read "
+        "is a hashed lookup); hot state in slots 3,605; the clock read into a local (kept) "
+        "3,471; with the real clock 4,280-4,490 against snowflake-id's 4,340"
     )
 
 
