@@ -25,13 +25,16 @@ Anything foreign, unreadable or unsure is alive.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import socket
 from dataclasses import dataclass
 from functools import cache
 
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
-DATABASE_PREFIX = "pg:"  # a database backend's holder: pg:<pid>:<backend start ms>
+# A database backend's holder, exactly: pg:<pid>:<backend start ms>. An app process on a host
+# named "pg" writes five fields and stays an app holder.
+_DATABASE_HOLDER = re.compile(r"pg:([0-9]+):[0-9]*")
 
 
 @dataclass(frozen=True)
@@ -57,9 +60,9 @@ def parse(holder: str) -> Holder:
     """Read any holder string the app or the database functions write."""
     if not holder:
         return Holder("released", "", None)
+    if backend := _DATABASE_HOLDER.fullmatch(holder):
+        return Holder("database", "database backend", int(backend[1]))
     parts = holder.split(":")
-    if holder.startswith(DATABASE_PREFIX):
-        return Holder("database", "database backend", _int(parts[1]))
     if len(parts) >= 5:
         host, pid, where, start = ":".join(parts[:-4]), parts[-4], parts[-3], parts[-2]
         return Holder("app", host, _int(pid), where, start)

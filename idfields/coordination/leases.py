@@ -483,7 +483,7 @@ def lease_lock_key(lease_key: str) -> int:
 def _live_backends(database: Database, rows: list[_Row]) -> set[int] | None:
     """The pids of PostgreSQL's live backends, when a database backend holds one of ``rows``."""
     if database.vendor != "postgresql" or not any(
-        row.holder.startswith(holders.DATABASE_PREFIX) for row in rows
+        holders.parse(row.holder).kind == "database" for row in rows
     ):
         return None
     return {int(pid) for (pid,) in database.execute("SELECT pid FROM pg_stat_activity").rows}

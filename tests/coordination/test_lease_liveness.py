@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 from dbapi_database import SCHEMA, DbApiDatabase
 
+from idfields.coordination import holders as holder_strings
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, mounts and setpriv need root"),
@@ -208,3 +210,13 @@ def test_a_dead_holder_is_fenced_by_its_own_record_whatever_the_clocks(
         time.sleep(2.5)
     claimer.stop()
     assert scene.duplicates() == 0
+
+
+@pytest.mark.parametrize("host", ["pg", "pg:1", "db"])
+def test_an_app_holder_is_never_read_as_a_database_backend(host: str) -> None:
+    """A backend is judged by pg_stat_activity, which knows nothing of app processes: an app
+    holder on a host named like the backends' prefix must stay an app holder (L3)."""
+    app = holder_strings.parse(holder_strings.this_process(host))
+    assert (app.kind, app.host, app.pid) == ("app", host, os.getpid())
+    backend = holder_strings.parse("pg:4242:1700000000000")
+    assert (backend.kind, backend.pid) == ("database", 4242)

@@ -407,12 +407,12 @@ BEGIN
                         claimed := pos_node;
                     END IF;
                 ELSIF cand.expires_at_ms < now_ms
-                    OR cand.holder LIKE 'pg:' || pg_catalog.pg_backend_pid() || ':%' THEN
+                    OR cand.holder ~ ('^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$') THEN
                     UPDATE @lease_schema@.idfields_node_lease AS l
                     SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
                     WHERE l.layout = lease_key AND l.node = pos_node;
                     claimed := pos_node;
-                    IF cand.holder NOT LIKE 'pg:' || pg_catalog.pg_backend_pid() || ':%' THEN
+                    IF cand.holder !~ ('^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$') THEN
                         tick := GREATEST(tick,
                             (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
                     END IF;
@@ -991,16 +991,16 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 SELECT l.layout::text, l.node,
     CASE WHEN l.holder = '' THEN 'released'
-         WHEN l.holder ~ '^pg:' THEN 'database' ELSE 'app' END,
-    CASE WHEN l.holder ~ '^pg:' THEN 'database backend'
+         WHEN l.holder ~ '^pg:[0-9]+:[0-9]*$' THEN 'database' ELSE 'app' END,
+    CASE WHEN l.holder ~ '^pg:[0-9]+:[0-9]*$' THEN 'database backend'
          ELSE (regexp_match(l.holder, '^(.*):[0-9]+:[^:]*:[^:]*:[^:]*$'))[1] END,
-    (CASE WHEN l.holder ~ '^pg:' THEN split_part(l.holder, ':', 2)
+    (CASE WHEN l.holder ~ '^pg:[0-9]+:[0-9]*$' THEN split_part(l.holder, ':', 2)
           ELSE (regexp_match(l.holder, '^.*:([0-9]+):[^:]*:[^:]*:[^:]*$'))[1] END)::integer,
     to_timestamp(l.acquired_at_ms / 1000.0),
     to_timestamp(l.expires_at_ms / 1000.0),
     CASE WHEN l.holder = '' THEN 'released'
          WHEN l.expires_at_ms < idfields.clock_ms() THEN 'expired'
-         WHEN l.holder ~ '^pg:' AND NOT EXISTS (
+         WHEN l.holder ~ '^pg:[0-9]+:[0-9]*$' AND NOT EXISTS (
              SELECT FROM pg_stat_activity AS a
              WHERE a.pid = split_part(l.holder, ':', 2)::integer) THEN 'dead'
          ELSE 'live' END,
