@@ -29,7 +29,7 @@ Database (``manage.py check --database default``):
 
 - ``idfields.E040`` a DecimalId layout is in use and no launch is recorded (``idfields_launch``);
 - ``idfields.W020`` the current launch has used more than half its generator ids.
-- ``idfields.E041`` two PostgreSQL aliases record node ranges that share nodes: both issue
+- ``idfields.W041`` two PostgreSQL aliases record node ranges that share nodes: both issue
   the same IDs (``manage.py idfields_ranges`` lists the ranges).
 
 Field checks (``idfields.E030``, ``E031``, ``E032``, ``E035``) live on the fields themselves; the
@@ -437,7 +437,10 @@ def check_node_ranges(
     databases: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[Any]:
-    """Two database aliases whose recorded node ranges share nodes (``idfields.E041``)."""
+    """Two database aliases whose recorded node ranges share nodes (``idfields.W041``).
+
+    A warning, not an error: databases that never exchange rows (a test database beside the
+    default one) may share nodes; shards feeding one table must not."""
     if not databases:
         return []
     try:
@@ -448,11 +451,12 @@ def check_node_ranges(
     if found is None:
         return []
     return [
-        Error(
-            f"database aliases {found}: both issue the same IDs.",
+        Warning(
+            f"database aliases {found}: IDs made inside them repeat each other, so rows copied "
+            "or replicated between them collide.",
             hint="Install the SQL functions of each database with a node range of its own "
             "(InstallIdFunctions(..., nodes=range(a, b))); manage.py idfields_ranges lists them.",
             obj="the DATABASES setting",
-            id="idfields.E041",
+            id="idfields.W041",
         )
     ]

@@ -1,5 +1,5 @@
 """The node ranges the PostgreSQL databases of ``DATABASES`` record, read per alias for
-``manage.py idfields_ranges`` and the ``idfields.E041`` check: two aliases whose ranges share
+``manage.py idfields_ranges`` and the ``idfields.W041`` check: two aliases whose ranges share
 nodes issue the same IDs, and where their rows meet one is lost.
 
 Aliases reaching one database (the same cluster and database name: a hot standby configured as

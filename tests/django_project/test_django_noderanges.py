@@ -1,4 +1,4 @@
-"""Node ranges over ``DATABASES``: ``manage.py idfields_ranges`` and the ``idfields.E041`` check
+"""Node ranges over ``DATABASES``: ``manage.py idfields_ranges`` and the ``idfields.W041`` check
 read the range each PostgreSQL alias records and name the first two aliases sharing nodes;
 aliases reaching one database count once."""
 
@@ -95,6 +95,6 @@ def test_the_command_fails_naming_the_aliases_that_share_nodes() -> None:
 def test_the_check_names_two_aliases_sharing_a_range() -> None:
     assert check_node_ranges(databases=["shard_a", "replica_a", "shard_b"]) == []
     (error,) = check_node_ranges(databases=["shard_b", "default"])
-    assert error.id == "idfields.E041"
+    assert error.id == "idfields.W041"
     assert "shard_b (nodes 512-1023) and default (all nodes) share nodes 512-1023" in error.msg
     assert "nodes=range(a, b)" in (error.hint or "")
