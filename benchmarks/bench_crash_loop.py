@@ -31,8 +31,8 @@ from benchmarks.servers import sqlalchemy_url
 from benchmarks.timing import measured_row, paired
 from idfields import Layout, Node, Sequence, Timestamp
 from idfields.layouts import SNOWFLAKE_EPOCH
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
-from idfields.sqlalchemy_ext.tables import metadata
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext._tables import metadata
 
 GROUP = "crash loop (PostgreSQL, snowflake, 8 workers alive)"
 TARGET_RATE = 100.0

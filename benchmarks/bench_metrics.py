@@ -1,4 +1,4 @@
-"""The cost of a metrics hook when nothing listens: ``idfields.events.emit()`` with no subscriber.
+"""The cost of a metrics hook when nothing listens: ``idfields._events.emit()`` with no subscriber.
 
 The slow paths (a new node, a renewal, a wait for the clock) call ``emit``; the hot path never
 does. So the figure to know is what an unheard event costs: here against an empty Python

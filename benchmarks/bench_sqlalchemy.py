@@ -13,7 +13,7 @@ paired rounds, so the MariaDB drivers are compared with each other too. "vs fast
 hold ``id_column`` to the fastest app-side peer (target 1.0: ahead of every peer).
 
 The ORM flush of an ``id_column`` model fills the keys itself at ``before_flush``
-(``idfields.sqlalchemy_ext.flush``), so there is no separate prefill key: a listener setting them
+(``idfields.sqlalchemy_ext._flush``), so there is no separate prefill key: a listener setting them
 through the instrumented attributes from one ``take(n)`` measured 250k client instructions per
 row on PostgreSQL against the built-in fill's 232k (the Identity key: 259k).
 

@@ -29,8 +29,8 @@ from sqlalchemy import create_engine
 from idfields import Layout, make_generator
 from idfields.coordination import Database, LeaseSource
 from idfields.errors import NodeError
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
-from idfields.sqlalchemy_ext.tables import metadata
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext._tables import metadata
 
 NO_NODE_EXIT = 3
 _FORK = multiprocessing.get_context("fork")

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from idfields.coordination import LeaseSource
 from idfields.layouts import Layout, Node, Sequence, Timestamp, get_layout
-from idfields.layouts.builtin import SNOWFLAKE_EPOCH
+from idfields.layouts._builtin import SNOWFLAKE_EPOCH
 from idfields.sqlalchemy_ext import SQLAlchemyDatabase, configure, get_generator, metadata
 
 stopping: list[int] = []

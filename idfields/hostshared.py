@@ -48,9 +48,9 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from idfields import forking
+from idfields import _forking
 from idfields.errors import ClockMovedBackwards, LayoutExhausted, NodeError, ValueOutOfRange
-from idfields.generators.base import check_take_count
+from idfields.generators._base import check_take_count
 from idfields.layouts import Layout, get_layout
 from idfields.nodes import EnvironmentNode, validate_values
 
@@ -133,7 +133,7 @@ class HostSharedGenerator:
         self._fd: int | None = None
         self._inode: tuple[int, int] = (0, 0)
         self._open(-1)
-        forking.track(self)
+        _forking.track(self)
 
     def __repr__(self) -> str:
         return f"<HostSharedGenerator {self.layout.name} node={self._node} path={self.path}>"

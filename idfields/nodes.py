@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from idfields import forking
+from idfields import _forking
 from idfields.errors import NodeError, NodeNotConfigured, ValueOutOfRange
 from idfields.layouts import Layout, Node, PlacedField
 
@@ -101,7 +101,7 @@ class _FixedClaims:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._issued_until: dict[tuple[Layout, tuple[tuple[str, int], ...]], int] = {}
-        forking.track(self)
+        _forking.track(self)
 
     def forked(self) -> None:
         self._lock = threading.Lock()  # the parent's may have been held by another thread

@@ -24,8 +24,8 @@ from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import core_schema
 
-from idfields.codecs import checked
-from idfields.codecs.public import PublicIds
+from idfields.codecs import _checked
+from idfields.codecs._public import PublicIds
 
 __all__ = ["ID_PATTERN", "MAX_ID", "Id", "id_type", "public_id_type"]
 
@@ -89,7 +89,7 @@ def id_type(
 def public_id_type(codec: PublicIds) -> Any:
     """IDs sent as ``codec``'s public strings (a wrong or foreign one is a validation error
     naming the problem), kept as the real IDs in Python."""
-    pattern = f"^[{checked.ALPHABET}]{{{codec.length}}}$"
+    pattern = f"^[{_checked.ALPHABET}]{{{codec.length}}}$"
     return id_type(to_text=codec.encode, from_text=codec.decode, pattern=pattern)
 
 

@@ -7,7 +7,7 @@ as does a server that restores the default and re-raises the signal after its ow
 per process until the old leases lapse.
 
 The first node a generator leases arms :func:`release_on_signals` (from the main thread; a
-claim made in another thread arms nothing, see ``idfields.sqlalchemy_ext.lifespan``). The
+claim made in another thread arms nothing, see ``idfields.sqlalchemy_ext._lifespan``). The
 handler chains, never replaces:
 
 - where the signal had its default action, it releases every node, restores the default and
@@ -44,7 +44,7 @@ def release_nodes(timeout_s: float = RELEASE_TIMEOUT_S) -> None:
     issued. Each closes on a thread of its own, so a generator whose lock the interrupted main
     thread holds (a signal arrives between any two bytecodes) cannot hang the others; what is
     not released within ``timeout_s`` lapses at its expiry."""
-    from idfields.generators.base import live_generators  # the generators import this module
+    from idfields.generators._base import live_generators  # the generators import this module
 
     threads = [
         threading.Thread(target=_close, args=(generator,), daemon=True)

@@ -8,7 +8,7 @@ import pytest
 
 from idfields import Assignment, Layout
 from idfields.generators import COMPILED, CounterGenerator, TimeGenerator
-from idfields.generators.hotpath import PureCounterCore, PureTimeCore
+from idfields.generators._hotpath import PureCounterCore, PureTimeCore
 
 MS = 1_000_000
 # A fixed point for the fake clock, after anything real-clock tests issue: a node they used is

@@ -1,12 +1,12 @@
 """The idfields tables' DDL for test fixtures, compiled from the package's own definitions
-(``idfields.sqlalchemy_ext.tables``), so no fixture keeps a hand-typed copy that could drift."""
+(``idfields.sqlalchemy_ext._tables``), so no fixture keeps a hand-typed copy that could drift."""
 
 from __future__ import annotations
 
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.schema import CreateTable
 
-from idfields.sqlalchemy_ext.tables import metadata
+from idfields.sqlalchemy_ext._tables import metadata
 
 _DIALECTS = {"postgresql": postgresql.dialect, "mysql": mysql.dialect, "sqlite": sqlite.dialect}
 

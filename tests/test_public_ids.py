@@ -1,4 +1,4 @@
-"""Public ID strings (idfields.codecs.public / checked) and the keys behind them (keys)."""
+"""Public ID strings (idfields.codecs._public / checked) and the keys behind them (keys)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from idfields.codecs import (
     generate_key,
     parse_key,
 )
-from idfields.codecs.public import key_id_of
+from idfields.codecs._public import key_id_of
 from idfields.layouts import BUILTIN_LAYOUTS
 
 KEY = "5f0c3be4d1a27e9668a0f3c7b2d45e18c9a7f0e1d2b3c4a5968778695a4b3c2d"

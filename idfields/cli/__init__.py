@@ -15,12 +15,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
 from idfields import __version__
-from idfields.cli import codec, ids, keys, layouts, ranges
-from idfields.cli.arguments import MAX_COUNT, UsageError
+from idfields.cli import _codec, _ids, _keys, _layouts, _ranges
+from idfields.cli._arguments import MAX_COUNT, UsageError
 from idfields.codecs import DEFAULT_ENV_VAR
-from idfields.compare.cli import add_compare_command
+from idfields.compare._cli import add_compare_command
 from idfields.errors import IdFieldsError
-from idfields.generators.hotpath import core_status
+from idfields.generators._hotpath import core_status
 from idfields.layouts import BUILTIN_LAYOUTS
 
 __all__ = ["main"]
@@ -69,17 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     command(
         "layouts",
-        layouts.run,
-        layouts.render,
+        _layouts.run,
+        _layouts.render,
         "built-in layouts: fields, IDs per second per node, nodes, when they run out or wrap",
     )
-    new = command("new", ids.run_new, ids.render_new, "issue new IDs")
+    new = command("new", _ids.run_new, _ids.render_new, "issue new IDs")
     layout_option(new)
     new.add_argument("--node", help=NODE_HELP)
     new.add_argument("--count", default="1", help=f"how many IDs, 1..{MAX_COUNT:,} (default 1)")
     new.add_argument("--base62", action="store_true", help="show the base62 form too")
     inspect = command(
-        "inspect", ids.run_inspect, ids.render_inspect, "decode an ID into fields and UTC time"
+        "inspect", _ids.run_inspect, _ids.render_inspect, "decode an ID into fields and UTC time"
     )
     inspect.add_argument("id", metavar="ID", help="the ID, in decimal (or base62 with --base62)")
     layout_option(inspect)
@@ -87,26 +87,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_compare_command(commands, parents=[common])
     node_ranges = command(
         "ranges",
-        ranges.run,
-        ranges.render,
+        _ranges.run,
+        _ranges.render,
         "the node range each PostgreSQL database records; exit 2 when two share nodes",
     )
     node_ranges.add_argument("urls", metavar="URL", nargs="+", help="postgresql://... URLs")
     encode = command(
-        "encode", codec.run_encode, codec.render_encode, "ID -> base62 text or public ID"
+        "encode", _codec.run_encode, _codec.render_encode, "ID -> base62 text or public ID"
     )
     encode.add_argument("id", metavar="ID", help="the ID, in decimal")
     key = command(
         "key",
-        keys.run,
-        keys.render,
+        _keys.run,
+        _keys.render,
         f"new: print a fresh key; check: vet {DEFAULT_ENV_VAR}; derive: a key from a "
         "passphrase on stdin (scrypt)",
     )
     key.add_argument("action", choices=("new", "check", "derive"))
     key.add_argument("--salt", help="derive: names the deployment, e.g. shop-prod")
     decode = command(
-        "decode", codec.run_decode, codec.render_decode, "base62 text or public ID -> ID"
+        "decode", _codec.run_decode, _codec.render_decode, "base62 text or public ID -> ID"
     )
     decode.add_argument("text", metavar="TEXT", help="base62 text, or a public ID")
     for sub in (encode, decode):

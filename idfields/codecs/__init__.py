@@ -3,7 +3,7 @@
 Only the standard library is used, so these work without Django or SQLAlchemy.
 """
 
-from idfields.codecs.base62 import (
+from idfields.codecs._base62 import (
     ALPHABET,
     FIXED_WIDTH,
     MAX_VALUE,
@@ -13,8 +13,8 @@ from idfields.codecs.base62 import (
     encode,
     encode_fixed,
 )
-from idfields.codecs.checked import PublicIdError
-from idfields.codecs.keys import (
+from idfields.codecs._checked import PublicIdError
+from idfields.codecs._keys import (
     MIN_KEY_BYTES,
     PermutationError,
     PermutationKeyError,
@@ -22,8 +22,8 @@ from idfields.codecs.keys import (
     generate_key,
     parse_key,
 )
-from idfields.codecs.permutation import DEFAULT_ENV_VAR, MAX_BITS, MIN_BITS, KeyedPermutation
-from idfields.codecs.public import PublicIds
+from idfields.codecs._permutation import DEFAULT_ENV_VAR, MAX_BITS, MIN_BITS, KeyedPermutation
+from idfields.codecs._public import PublicIds
 
 __all__ = [
     "ALPHABET",

@@ -6,8 +6,8 @@ Core side: DB-API drivers only, no Django or SQLAlchemy. :func:`run_comparison` 
 
 from __future__ import annotations
 
-from idfields.compare.cli import add_compare_command, run_cli
-from idfields.compare.report import Report
-from idfields.compare.runner import run_comparison
+from idfields.compare._cli import add_compare_command, run_cli
+from idfields.compare._report import Report
+from idfields.compare._runner import run_comparison
 
 __all__ = ["Report", "add_compare_command", "run_cli", "run_comparison"]

@@ -6,7 +6,7 @@ Written once against the small :class:`Database` interface; ``idfields.django_ap
 ORM.
 """
 
-from idfields.coordination.counters import (
+from idfields.coordination._counters import (
     LAUNCH_ENV,
     MAX_LAUNCH_ID,
     counter_value,
@@ -14,10 +14,10 @@ from idfields.coordination.counters import (
     next_value,
     record_launch,
 )
-from idfields.coordination.database import VENDORS, Database, Result
-from idfields.coordination.decimal import DecimalSource, decimal_fields
-from idfields.coordination.leases import LeaseInfo, LeaseSource, list_leases
-from idfields.coordination.runids import RunIdSource
+from idfields.coordination._database import VENDORS, Database, Result
+from idfields.coordination._decimal import DecimalSource, decimal_fields
+from idfields.coordination._leases import LeaseInfo, LeaseSource, list_leases
+from idfields.coordination._runids import RunIdSource
 
 __all__ = [
     "LAUNCH_ENV",

@@ -52,14 +52,14 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
 from django.db.migrations.loader import MigrationLoader
 from django.db.models import BigIntegerField, Model
 
-from idfields.coordination.report import launch_room
+from idfields.coordination._report import launch_room
 from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.noderanges import alias_ranges
 from idfields.django_app.sources import coordination_database
 from idfields.django_app.widening import is_widened
 from idfields.errors import IdFieldsError, NodeNotConfigured
-from idfields.generators.hotpath import core_status
+from idfields.generators._hotpath import core_status
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
 from idfields.sql import noderange

@@ -15,7 +15,7 @@ Every key is optional::
         "GENERATORS": {},             # layout name -> factory of another ID source, e.g.
                                       # "proj.ids.redis_client" returning a RedisIdClient
         "PERMUTATION_KEY": None,      # public IDs: a random key (hex/base64), or a list of
-                                      # them newest first (rotation); see idfields.codecs.keys
+                                      # them newest first (rotation); see idfields.codecs._keys
         "DATABASE_FUNCTIONS": True,   # migrations install idfields.next_*() in PostgreSQL;
                                       # False: IDs made in Python only, no CREATE SCHEMA
     }

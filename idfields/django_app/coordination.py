@@ -24,9 +24,9 @@ from django.apps import apps
 from django.db import DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from idfields import forking
+from idfields import _forking
 from idfields.coordination import Result
-from idfields.coordination.database import missing_table
+from idfields.coordination._database import missing_table
 from idfields.errors import IdFieldsError, TablesMissing
 
 PRIVATE_MARK = "_idfields_coordination"
@@ -47,7 +47,7 @@ class DjangoDatabase:
         self._lock = threading.RLock()
         self._wrapper: BaseDatabaseWrapper | None = None
         self._inherited: list[BaseDatabaseWrapper] = []
-        forking.track(self)
+        _forking.track(self)
 
     def __repr__(self) -> str:
         return f"DjangoDatabase({self.alias!r})"

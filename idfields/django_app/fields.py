@@ -37,10 +37,10 @@ from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import BigAutoField, BigIntegerField, Field, ForeignObject, Func, Model
 
+from idfields._generation import database_functions
 from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
 from idfields.errors import GeneratorClosed, IdFieldsError
-from idfields.generation import database_functions
 from idfields.layouts import MAX_ID, Layout
 from idfields.sql.catalog import functions_of
 

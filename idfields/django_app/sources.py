@@ -1,4 +1,4 @@
-"""The ``IDFIELDS`` setting as a configurator of the process's ID sources (``idfields.registry``).
+"""The ``IDFIELDS`` setting as a configurator of the process's ID sources (``idfields._registry``).
 
 Fields take theirs with :func:`bind_source`, which also stores it on the field: the per-row hot
 path is then one attribute lookup and the call. The first call builds the source lazily
@@ -19,6 +19,7 @@ from django.db import connections
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from idfields._registry import SourceRegistry
 from idfields.coordination import DecimalSource, LeaseSource
 from idfields.django_app.conf import IdFieldsSettings, get_settings
 from idfields.django_app.coordination import DjangoDatabase
@@ -26,7 +27,6 @@ from idfields.errors import LayoutError, NodeError, NodeNotConfigured
 from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout
 from idfields.nodes import Assignment, DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
-from idfields.registry import SourceRegistry
 
 _databases: dict[str, DjangoDatabase] = {}
 

@@ -20,7 +20,7 @@ from typing import Any
 from django.db.models import Model
 
 from idfields.codecs import PublicIdError
-from idfields.codecs.checked import ALPHABET, width_for
+from idfields.codecs._checked import ALPHABET, width_for
 from idfields.django_app.public import public_ids_for
 
 __all__ = ["public_id_converter"]

@@ -3,7 +3,7 @@
 Two kinds, chosen by the layout: :class:`TimeGenerator` for layouts with a timestamp,
 :class:`CounterGenerator` for those without (DecimalId, runid). Both are thread-safe (one lock;
 the hot path is a handful of integer operations, compiled when the C extension is built) and
-fork-safe: the fork hook (``idfields.forking``) marks every live generator stale in the child,
+fork-safe: the fork hook (``idfields._forking``) marks every live generator stale in the child,
 whose next call takes new node values from its source, or raises if the source cannot give any
 (a static node).
 At a clean exit every generator gives its node back, so restarts never exhaust the node space.
@@ -14,10 +14,10 @@ from __future__ import annotations
 import atexit
 from typing import Any
 
-from idfields.generators.base import IdGenerator, IdSource, live_generators
-from idfields.generators.counter import CounterGenerator
-from idfields.generators.hotpath import COMPILED
-from idfields.generators.timed import DEFAULT_MAX_SKEW_NS, TimeGenerator
+from idfields.generators._base import IdGenerator, IdSource, live_generators
+from idfields.generators._counter import CounterGenerator
+from idfields.generators._hotpath import COMPILED
+from idfields.generators._timed import DEFAULT_MAX_SKEW_NS, TimeGenerator
 from idfields.layouts import Layout, get_layout
 from idfields.nodes import NodeSource
 

@@ -1,6 +1,6 @@
 """Layouts as data: fields, the Layout that packs them, and the built-ins (with references)."""
 
-from idfields.layouts.builtin import (
+from idfields.layouts._builtin import (
     BUILTIN_LAYOUTS,
     CHRONICLE,
     DECIMAL,
@@ -12,9 +12,9 @@ from idfields.layouts.builtin import (
     TRACEID,
     get_layout,
 )
-from idfields.layouts.fields import UNITS, Constant, FieldSpec, Node, Sequence, Timestamp
-from idfields.layouts.geometry import TickGeometry
-from idfields.layouts.layout import (
+from idfields.layouts._fields import UNITS, Constant, FieldSpec, Node, Sequence, Timestamp
+from idfields.layouts._geometry import TickGeometry
+from idfields.layouts._layout import (
     MAX_ID,
     MAX_JS_SAFE_ID,
     Decoded,

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import contextlib
 
-from idfields.events import EVENTS, Listener, subscribe
-from idfields.generators.base import GeneratorStats, live_generators
+from idfields._events import EVENTS, Listener, subscribe
+from idfields.generators._base import GeneratorStats, live_generators
 from idfields.layouts import Layout
 
 __all__ = [

@@ -13,9 +13,9 @@ from contextlib import contextmanager
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from idfields._events import logger
 from idfields.coordination import Database
-from idfields.coordination.report import NodeRoom, launch_room, node_room
-from idfields.events import logger
+from idfields.coordination._report import NodeRoom, launch_room, node_room
 from idfields.metrics import GeneratorStats, generator_stats, live_layouts, subscribe
 
 _COUNTED = {

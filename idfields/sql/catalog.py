@@ -1,7 +1,7 @@
 """Which database functions make a layout's IDs: the one map every caller reads.
 
 ``generation="db"`` (Django fields, SQLAlchemy columns, key conversions) asks here, through
-:mod:`idfields.generation`. Built-in layouts have functions of their own
+:mod:`idfields._generation`. Built-in layouts have functions of their own
 (``InstallIdFunctions``); a user layout has ``idfields.next_<name>()``, ``next_<name>_at(tick)``,
 ``take_<name>(n)`` and ``decode_<name>(id)`` once ``InstallLayoutFunctions`` installed them,
 which it can only for layouts the renderer (:mod:`idfields.sql.layouts`) expresses.

@@ -14,14 +14,14 @@ names foreign keys too narrow for the IDs. :func:`public_id_property` shows rows
 ID string instead of their key.
 """
 
-from idfields.sqlalchemy_ext.checks import check_metadata
-from idfields.sqlalchemy_ext.columns import id_column, id_column_core
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase, sync_url
-from idfields.sqlalchemy_ext.created import created_from_id, creation_time
-from idfields.sqlalchemy_ext.lifespan import lease_lifespan
-from idfields.sqlalchemy_ext.public import public_id_property, public_ids
-from idfields.sqlalchemy_ext.registry import configure, get_generator, id_default
-from idfields.sqlalchemy_ext.tables import (
+from idfields.sqlalchemy_ext._checks import check_metadata
+from idfields.sqlalchemy_ext._columns import id_column, id_column_core
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase, sync_url
+from idfields.sqlalchemy_ext._created import created_from_id, creation_time
+from idfields.sqlalchemy_ext._lifespan import lease_lifespan
+from idfields.sqlalchemy_ext._public import public_id_property, public_ids
+from idfields.sqlalchemy_ext._registry import configure, get_generator, id_default
+from idfields.sqlalchemy_ext._tables import (
     add_tables,
     counter_table,
     launch_table,

@@ -11,10 +11,10 @@ from sqlalchemy import create_engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from idfields.coordination import list_leases
-from idfields.coordination.report import holder_table, room_line
+from idfields.coordination._report import holder_table, room_line
 from idfields.errors import IdFieldsError
 from idfields.layouts import get_layout
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase, sync_url
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase, sync_url
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,8 +15,8 @@ import pytest
 
 from idfields.cli import main
 from idfields.compare import run_comparison
-from idfields.compare.backends import rank_correlation
-from idfields.compare.ids import uuid7, uuid7_at
+from idfields.compare._backends import rank_correlation
+from idfields.compare._ids import uuid7, uuid7_at
 
 METRICS = {"pk_index_bytes", "table_bytes", "correlation", "range_query_s", "range_query_rows"}
 

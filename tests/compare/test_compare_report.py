@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from idfields.compare import run_comparison
-from idfields.compare.report import CAPTIONS, RANGE, SCAN, Report, chart_title, panels, text_table
+from idfields.compare._report import CAPTIONS, RANGE, SCAN, Report, chart_title, panels, text_table
 
 
 def report() -> Report:

@@ -183,7 +183,7 @@ def test_a_widened_object_id_holds_63_bit_ids_at_every_layer(convapp: ConvApp) -
 @BOTH
 def test_conversion_widens_an_object_id_a_multi_table_child_inherits(convapp: ConvApp) -> None:
     """The child's GenericForeignKey names its parent's column: widened once, in the parent."""
-    from idfields.migrations.django.convert import generic_object_ids
+    from idfields.migrations.django._convert import generic_object_ids
 
     app = convapp
     app.migrate("0001_initial", app="gfkapp")

@@ -17,7 +17,7 @@ from mixed_layouts import TINY
 from idfields.coordination import LeaseSource, list_leases
 from idfields.errors import NodeError
 from idfields.generators import make_generator
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
 
 HERE = Path(__file__).parent
 

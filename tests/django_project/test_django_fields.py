@@ -217,7 +217,7 @@ def test_bad_field_arguments_name_the_fix(kwargs: dict[str, Any], error: str) ->
 
 def test_makemigrations_stays_quiet_after_settings_changes() -> None:
     call_command("makemigrations", check=True, dry_run=True, verbosity=0)
-    user_layouts = {"mine": "idfields.layouts.builtin.SNOWFLAKE_JS"}
+    user_layouts = {"mine": "idfields.layouts._builtin.SNOWFLAKE_JS"}
     with override_settings(IDFIELDS={"LAYOUT": "traceid", "NODE": 9, "LAYOUTS": user_layouts}):
         call_command("makemigrations", check=True, dry_run=True, verbosity=0)
 

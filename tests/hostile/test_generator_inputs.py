@@ -12,7 +12,7 @@ from django.test import override_settings
 from generator_support import fresh_node
 
 from idfields import LayoutError, Node, Sequence, StaticNode, Timestamp, make_generator
-from idfields.codecs.permutation import KeyedPermutation
+from idfields.codecs._permutation import KeyedPermutation
 from idfields.errors import NodeError, ValueOutOfRange
 from idfields.layouts import DECIMAL, SNOWFLAKE
 

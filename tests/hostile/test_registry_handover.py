@@ -20,7 +20,7 @@ from idfields.errors import GeneratorClosed, NodeError
 from idfields.layouts import Layout, get_layout
 from idfields.nodes import NodeSource, StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_default
-from idfields.sqlalchemy_ext.registry import context_default
+from idfields.sqlalchemy_ext._registry import context_default
 from tests.django_project.testapp.models import Event
 
 

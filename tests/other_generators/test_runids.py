@@ -10,7 +10,7 @@ from othergen_support import run_processes
 
 from idfields import Constant, Layout, Node, Sequence, get_layout, make_generator
 from idfields.coordination import counter_value
-from idfields.coordination.runids import RunIdSource, counter_name
+from idfields.coordination._runids import RunIdSource, counter_name
 from idfields.errors import LayoutExhausted, NodeError
 
 

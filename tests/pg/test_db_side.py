@@ -18,7 +18,7 @@ from psycopg import sql
 from idfields.coordination import LeaseSource
 from idfields.generators import make_generator
 from idfields.layouts import get_layout
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
 from tests.pg.conftest import run_in_threads
 
 SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))

@@ -22,7 +22,7 @@ def test_renderer_output_equals_its_golden_file(index: int) -> None:
 
 def test_a_migration_refuses_sql_other_than_it_recorded() -> None:
     from idfields.errors import LayoutError
-    from idfields.migrations.alembic.functions import InstallLayoutFunctionsOp
+    from idfields.migrations.alembic._functions import InstallLayoutFunctionsOp
     from idfields.migrations.django import InstallLayoutFunctions
 
     recorded = InstallLayoutFunctions(LAYOUTS[0]).deconstruct()[2]

@@ -21,7 +21,7 @@ from psycopg import sql
 from idfields import NodeError, make_generator
 from idfields import sql as idsql
 from idfields.coordination import LeaseSource
-from idfields.coordination.leases import lease_lock_key
+from idfields.coordination._leases import lease_lock_key
 from idfields.layouts import SNOWFLAKE
 from idfields.migrations import convert
 from idfields.sql.layouts import render_layout_function

@@ -207,7 +207,7 @@ def test_alembic_offline_sql_is_the_versioned_file_and_runs(
 
 
 def test_alembic_ops_reverse_each_other() -> None:
-    from idfields.migrations.alembic.functions import DropIdFunctionsOp, InstallIdFunctionsOp
+    from idfields.migrations.alembic._functions import DropIdFunctionsOp, InstallIdFunctionsOp
 
     install = InstallIdFunctionsOp(sql.VERSION)
     assert isinstance(install.reverse(), DropIdFunctionsOp)

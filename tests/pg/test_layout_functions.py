@@ -408,7 +408,7 @@ def test_alembic_operations_upgrade_and_downgrade(empty_database: DbUrl, tmp_pat
 
 
 def test_alembic_layout_operations_reverse_each_other() -> None:
-    from idfields.migrations.alembic.functions import (
+    from idfields.migrations.alembic._functions import (
         DropLayoutFunctionsOp,
         InstallLayoutFunctionsOp,
     )

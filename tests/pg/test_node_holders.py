@@ -16,7 +16,7 @@ from dbapi_database import DbApiDatabase
 
 from idfields import NodeError, make_generator
 from idfields.coordination import LeaseSource, list_leases
-from idfields.coordination.report import holder_rows
+from idfields.coordination._report import holder_rows
 from idfields.layouts import SNOWFLAKE_EPOCH, Layout, Node, Sequence, Timestamp
 from tests.pg.conftest import Connect
 

@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from idfields.asgi import ReleaseNodesAtShutdown
 from idfields.coordination import LeaseSource
 from idfields.layouts import Layout, Node, Sequence, Timestamp
-from idfields.layouts.builtin import SNOWFLAKE_EPOCH
+from idfields.layouts._builtin import SNOWFLAKE_EPOCH
 from idfields.pydantic import Id
 from idfields.sqlalchemy_ext import (
     SQLAlchemyDatabase,

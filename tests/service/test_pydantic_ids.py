@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from idfields.codecs.keys import generate_key
-from idfields.codecs.public import PublicIds
+from idfields.codecs._keys import generate_key
+from idfields.codecs._public import PublicIds
 from idfields.generators import make_generator
 from idfields.pydantic import MAX_ID, Id, id_type, public_id_type
 

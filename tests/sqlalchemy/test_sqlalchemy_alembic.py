@@ -20,7 +20,7 @@ from alembic.migration import MigrationContext
 from alembic.operations import ops
 
 import idfields
-from idfields.migrations.alembic.tables import CreateIdfieldsTablesOp, DropIdfieldsTablesOp
+from idfields.migrations.alembic._tables import CreateIdfieldsTablesOp, DropIdfieldsTablesOp
 from idfields.sqlalchemy_ext import metadata
 
 TABLES = {"idfields_launch", "idfields_node_lease", "idfields_counter"}

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from idfields import Layout, Node, Sequence, Timestamp, make_generator
 from idfields.coordination import LeaseSource, list_leases
-from idfields.coordination.background import BackgroundRenewal
+from idfields.coordination._background import BackgroundRenewal
 from idfields.layouts import SNOWFLAKE_EPOCH
 from idfields.sqlalchemy_ext import SQLAlchemyDatabase, metadata
 

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from idfields.coordination import LeaseSource, next_value
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext import metadata
-from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ WORKER = textwrap.dedent("""
     import sqlalchemy as sa
     from idfields.coordination import LeaseSource
     from idfields.sqlalchemy_ext import configure, get_generator, id_default
-    from idfields.sqlalchemy_ext.coordination import SQLAlchemyDatabase
+    from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
 
     configure(source=LeaseSource(SQLAlchemyDatabase(sa.create_engine(sys.argv[1]))))
     default = id_default("snowflake")

@@ -1,7 +1,7 @@
 """What SQLAlchemy runs per row for an ``id_column``: the ORM flush knows the keys before it plans
 the INSERT, and the column default costs no Python frame.
 
-The keys are filled at ``before_flush`` (``idfields.sqlalchemy_ext.flush``), not inside the
+The keys are filled at ``before_flush`` (``idfields.sqlalchemy_ext._flush``), not inside the
 flush's INSERT: so the unit of work sends a plain executemany instead of one insertmanyvalues
 statement (a VALUES group per row, which psycopg parses and SQLAlchemy renders per flush),
 ``before_insert`` listeners see the key, and no row runs the default's Python function.

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, cast
 from alembic import op as _alembic_op
 
 # Each module below registers its operations with Alembic when imported.
-from idfields.migrations.alembic import convert as convert
-from idfields.migrations.alembic import functions as functions
-from idfields.migrations.alembic import tables as tables
+from idfields.migrations.alembic import _convert as convert
+from idfields.migrations.alembic import _functions as functions
+from idfields.migrations.alembic import _tables as tables
 
 if TYPE_CHECKING:
     from typing import Any

@@ -11,8 +11,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from idfields._generation import Generation, database_functions
 from idfields.errors import LayoutError
-from idfields.generation import Generation, database_functions
 from idfields.layouts import Layout, Timestamp, get_layout
 from idfields.migrations.convert.quoting import Dialect, check_dialect
 from idfields.sql.catalog import functions_of

@@ -4,9 +4,9 @@ Each operation's ``__module__`` is this package, so the migration files Django w
 ``idfields.migrations.django``, never the private module that defines it.
 """
 
-from idfields.migrations.django.convert import ConvertToKSortedId, WidenObjectId
-from idfields.migrations.django.functions import InstallIdFunctions, InstallLayoutFunctions
-from idfields.migrations.django.online import (
+from idfields.migrations.django._convert import ConvertToKSortedId, WidenObjectId
+from idfields.migrations.django._functions import InstallIdFunctions, InstallLayoutFunctions
+from idfields.migrations.django._online import (
     AddBigintShadow,
     BackfillBigintShadow,
     SwapToBigint,

@@ -12,8 +12,8 @@ from urllib.parse import quote
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
-from idfields.compare.cli import add_arguments
-from idfields.compare.runner import run_comparison
+from idfields.compare._cli import add_arguments
+from idfields.compare._runner import run_comparison
 
 _SCHEMES = {"postgresql": "postgresql", "mysql": "mysql"}
 

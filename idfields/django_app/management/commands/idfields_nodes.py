@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from idfields.coordination import list_leases
-from idfields.coordination.report import holder_table, room_line
+from idfields.coordination._report import holder_table, room_line
 from idfields.django_app.conf import get_settings
 from idfields.django_app.sources import coordination_database
 from idfields.errors import IdFieldsError

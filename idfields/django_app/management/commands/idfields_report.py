@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError
 
 from idfields.coordination import MAX_LAUNCH_ID, current_launch, list_leases
-from idfields.coordination.report import NodeRoom
+from idfields.coordination._report import NodeRoom
 from idfields.django_app.checks import layout_names_in_use
 from idfields.django_app.conf import get_settings
 from idfields.django_app.sources import coordination_database

@@ -1,0 +1,280 @@
+"""What every generator shares: the layout, the node source and its assignment, the lock, and the
+rules that make forks, close() and clean exits safe.
+
+Ownership: a generator belongs to the process that created it, or that claimed a node for it
+from a source serving many processes (a lease). A forked child's first call (the at-fork hook
+marks every generator stale, so even the compiled hot path goes to the lock) claims anew from
+such a source, and is refused when the node is fixed: it would continue the parent's sequence.
+
+One lock discipline: every state change (issue past the hot path, take, close, node claims and
+renewals) holds the lock and sets ``_busy``, which sends the compiled hot path (it reads and
+writes the counters without the lock, atomically under the GIL) to the lock as well. A wait for
+the clock releases the lock, so it never holds up other threads, close() or the fork hook.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from idfields import _forking, shutdown
+from idfields.errors import GeneratorClosed, ValueOutOfRange
+from idfields.layouts import Constant, Layout, get_layout
+from idfields.nodes import (
+    Assignment,
+    FixedSource,
+    NodeSource,
+    StaticNode,
+    default_source,
+    forked_child_error,
+    validate_values,
+)
+
+MAX_TAKE = 10_000_000
+
+live_generators: weakref.WeakSet[IdGenerator] = weakref.WeakSet()
+
+
+def check_take_count(count: object) -> int:
+    """The argument of every ``take()``: a whole number of IDs in 0..MAX_TAKE."""
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_TAKE:
+        raise ValueOutOfRange(f"take() needs a count in 0..{MAX_TAKE}, got {count!r}")
+    return count
+
+
+@runtime_checkable
+class IdSource(Protocol):
+    """What the ORM layers need from an ID maker: ``source()``, ``source.take(n)``, its layout.
+
+    :class:`IdGenerator`, ``idfields.redisid.RedisIdClient`` and
+    ``idfields.hostshared.HostSharedGenerator`` all fit.
+    """
+
+    layout: Layout
+
+    def __call__(self) -> int: ...
+
+    def take(self, count: int) -> list[int]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class GeneratorStats:
+    """One live generator at the moment of reading."""
+
+    layout: str  # the layout's lease key: its name, with a fingerprint for user layouts
+    node: str
+    issued: int  # IDs issued since the generator was made
+    run_ahead_s: float  # how far its last ID's time is ahead of the clock (0 when behind)
+
+
+class IdGenerator:
+    """A callable returning strictly increasing IDs of one layout; see ``idfields.generators``."""
+
+    _left: int  # IDs left in the current tick or block
+    _id: int  # the last ID issued (or the first of the tick/block minus one step)
+    _step: int  # distance between consecutive IDs of one tick/block
+    _per_block: int  # IDs per tick or block
+    _node_base: int  # the node fields, constants and the sequence minimum, composed
+
+    def __init__(
+        self, layout: str | Layout, source: NodeSource | None = None, *, node: int | None = None
+    ) -> None:
+        if source is not None and node is not None:
+            raise TypeError("pass either node= or source=, not both")
+        self.layout = get_layout(layout)
+        self._source = source
+        if node is not None:
+            static = StaticNode(node)
+            static.values_for(self.layout)  # a misconfigured node fails here, not at first use
+            self._source = static
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._owner_pid = os.getpid()
+        self._closed = False
+        self._assignment: Assignment | None = None
+        sequence = self.layout.sequence
+        self._per_block = sequence.size if sequence else 1
+        self._step = sequence.multiplier if sequence else 1
+        self._constants = sum(
+            p.spec.value * p.multiplier for p in self.layout.placed if isinstance(p.spec, Constant)
+        ) + (sequence.minimum * sequence.multiplier if sequence else 0)
+        self._node_base = 0
+        self._id = 0
+        self._issued = self._block = self._left = 0
+        self._closed = False
+        self._mark_stale()
+        live_generators.add(self)
+        _forking.track(self)
+
+    def __repr__(self) -> str:
+        node = dict(self._assignment.values) if self._assignment else "unassigned"
+        return f"<{type(self).__name__} {self.layout.name} node={node}>"
+
+    @property
+    def node(self) -> dict[str, int] | None:
+        """The node values in use, or None before the first ID."""
+        return dict(self._assignment.values) if self._assignment else None
+
+    def __call__(self) -> int:
+        raise NotImplementedError
+
+    def take(self, count: int) -> list[int]:
+        """Reserve ``count`` IDs at once, in increasing order, at the layout's full capacity."""
+        count = check_take_count(count)
+        ids: list[int] = []
+        step = self._step
+        with self._changing():
+            while count:
+                self._ensure_room(count)
+                chunk = min(count, self._left)
+                first = self._id + step
+                self._id += chunk * step
+                self._left -= chunk
+                ids.extend(range(first, self._id + 1, step))
+                count -= chunk
+        return ids
+
+    _busy: int  # set while the lock holder changes state (the compiled hot path then waits)
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the lock for a state change; see the module docstring."""
+        with self._lock:
+            self._busy = 1
+            try:
+                yield
+            finally:
+                self._busy = 0
+
+    def _pause(self, seconds: float, sleep: Callable[[float], None]) -> None:
+        """Sleep with the lock released, inside ``_changing()``: other threads go on meanwhile,
+        so the caller must read the clock and the state again afterwards."""
+        lock = self._lock
+        self._busy = 0
+        lock.release()
+        try:
+            sleep(seconds)
+        finally:
+            lock.acquire()
+            self._busy = 1
+
+    def _locked_issue(self) -> int:
+        """Either hot path's way out: any ID but the plain next one, under the lock. It decides
+        afresh here: a hot path's view (and a time generator's clock reading, which
+        ``_ensure_room`` takes again) is old once another thread let go of the lock."""
+        with self._changing():
+            self._ensure_room(1)
+            self._left -= 1
+            self._id += self._step
+            return self._id
+
+    def _ensure_room(self, wanted: int) -> None:
+        """Make ``self._left`` positive: a new tick or block, running ahead, waiting or raising."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Give the node back to its source, saying how far it issued (so a later holder of the
+        node starts after that). The generator is done: a later call raises NodeError, since
+        the node's next holder may already be issuing from the fence written here."""
+        with self._changing():  # the hot path stops before the fence is read
+            self._closed = True
+            try:
+                self._drop_assignment()
+            finally:  # even when the release fails: nothing more is issued from this node
+                self._mark_stale()
+
+    def __del__(self) -> None:
+        # A dropped generator frees its node; the release fences the node's next holder. Never
+        # raise from here: a lease that cannot be released lapses at its end all the same.
+        assignment = getattr(self, "_assignment", None)
+        if assignment is not None and assignment.release is not None:
+            with contextlib.suppress(Exception):
+                assignment.release(self._issued_until_ns())
+
+    def _mark_stale(self) -> None:
+        """Send the next call down the slow path, which takes a node before issuing."""
+        self._stale = True
+        self._start_block(0)
+
+    def _start_block(self, size: int) -> None:
+        """Begin a tick or block of ``size`` IDs, counting what the last one issued.
+
+        Counting here, on the slow path, is what keeps :meth:`stats` free for the hot path.
+        """
+        self._issued += self._block - self._left
+        self._left = self._block = size
+
+    def stats(self) -> GeneratorStats | None:
+        """IDs issued and run-ahead now, or None for a generator that never issued."""
+        issued = self._issued + self._block - self._left
+        if not issued:
+            return None
+        node = ",".join(f"{k}={v}" for k, v in (self.node or {}).items()) or "-"
+        return GeneratorStats(self.layout.lease_key, node, issued, self._run_ahead_s())
+
+    def _run_ahead_s(self) -> float:
+        """How far the last ID's time is ahead of the clock (a counter has none)."""
+        return 0.0
+
+    def _drop_assignment(self) -> None:
+        assignment, self._assignment = self._assignment, None
+        if assignment is not None and assignment.release is not None:
+            assignment.release(self._issued_until_ns())
+
+    def _issued_until_ns(self) -> int:
+        """A time no ID of this generator is later than (for fencing the node's next holder)."""
+        return time.time_ns()
+
+    def _assign(self) -> Assignment:
+        """Take fresh node values from the source; the source raises when it has none."""
+        self._check_owner()
+        self._drop_assignment()
+        source = self._source
+        if source is None:
+            source = self._source = default_source(self.layout)
+        assignment = source.acquire(self.layout)
+        values = validate_values(self.layout, assignment.values, repr(source))
+        self._node_base = self._constants + sum(
+            value * self.layout[name].multiplier for name, value in values.items()
+        )
+        self._assignment = assignment
+        self._stale = False
+        if assignment.renew is not None:  # a lease: give it back on SIGTERM too, not only atexit
+            shutdown.arm()
+        return assignment
+
+    def _check_owner(self) -> None:
+        """Before every node claim: a closed generator, or another process's fixed node, is
+        refused; a child of a lease-source generator becomes its owner."""
+        if self._closed:
+            raise GeneratorClosed(
+                f"this generator of layout {self.layout.name!r} was closed and its node given "
+                "back, so it never issues again; make a new one (make_generator) or ask the "
+                "registry for the current one (django_app generator_for, sqlalchemy_ext "
+                "get_generator)"
+            )
+        pid = os.getpid()
+        if pid == self._owner_pid:
+            return
+        source = self._source
+        if source is None or isinstance(source, FixedSource):  # None: the environment's node
+            described = source.description if source else "the node from the environment"
+            raise forked_child_error(described, self._owner_pid)
+        self._owner_pid = pid
+
+    def forked(self) -> None:
+        """In a child after fork (the at-fork hook): a new lock, and the parent's node is never
+        used again; the next call claims a node for this process, or is refused."""
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._assignment = None  # the parent's; never released from here
+        self._mark_stale()
+        self._issued = 0  # the parent's IDs are the parent's to report
