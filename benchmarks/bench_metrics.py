@@ -14,7 +14,7 @@ from functools import partial
 from benchmarks.report import run_alone
 from benchmarks.rows import Row
 from benchmarks.timing import Paired, ns_per_call, paired, paired_rows
-from idfields import StaticNode, events, make_generator
+from idfields import StaticNode, _events, make_generator
 
 GROUP = "metrics hook, nobody listening"
 EMPTY = "empty function call"
@@ -29,8 +29,8 @@ def run(quick: bool = False) -> list[Row]:
     generator()
     subjects: dict[str, Callable[[], object]] = {
         EMPTY: partial(_empty, "lease.renewed", 0.001, layout="snowflake"),
-        "events.emit(), no listener": partial(
-            events.emit, "lease.renewed", 0.001, layout="snowflake"
+        "_events.emit(), no listener": partial(
+            _events.emit, "lease.renewed", 0.001, layout="snowflake"
         ),
         "gen(), for scale": generator,
     }

@@ -18,7 +18,7 @@ from idfields.codecs import (
     PermutationKeyError,
     PublicIdError,
     PublicIds,
-    checked,
+    _checked,
     derive_key,
     generate_key,
     parse_key,
@@ -127,7 +127,7 @@ def test_a_wrong_typed_key_is_named_by_its_type_only(key: object) -> None:
 def test_strings_have_one_fixed_width_and_one_case() -> None:
     texts = [CODEC.encode(i) for i in (1, 2, 10**6, 2**62, 2**63 - 1)]
     assert {len(text) for text in texts} == {15} == {CODEC.length}
-    assert all(set(text) <= set(checked.ALPHABET) for text in texts)
+    assert all(set(text) <= set(_checked.ALPHABET) for text in texts)
     assert PublicIds(KEY, label="shop.order", bits=53).length == 13
 
 
@@ -140,7 +140,7 @@ def test_round_trip(id: int) -> None:
 def test_every_single_character_typo_is_refused(id: int, data: st.DataObject) -> None:
     text = CODEC.encode(id)
     position = data.draw(st.integers(0, len(text) - 1))
-    typo = data.draw(st.sampled_from(checked.ALPHABET).filter(lambda c: c != text[position]))
+    typo = data.draw(st.sampled_from(_checked.ALPHABET).filter(lambda c: c != text[position]))
     with pytest.raises(PublicIdError, match=r"check character|key this application"):
         CODEC.decode(text[:position] + typo + text[position + 1 :])
 
@@ -149,7 +149,7 @@ def test_every_single_character_typo_of_one_id_is_refused_exhaustively() -> None
     text = CODEC.encode(7212345678901234567)
     refused = 0
     for position in range(len(text)):
-        for typo in checked.ALPHABET.replace(text[position], ""):
+        for typo in _checked.ALPHABET.replace(text[position], ""):
             with pytest.raises(PublicIdError):
                 CODEC.decode(text[:position] + typo + text[position + 1 :])
             refused += 1
@@ -167,7 +167,7 @@ def test_every_adjacent_swap_is_refused(id: int, data: st.DataObject) -> None:
         CODEC.decode(swapped)
 
 
-@given(st.text(alphabet=checked.ALPHABET, min_size=15, max_size=15))
+@given(st.text(alphabet=_checked.ALPHABET, min_size=15, max_size=15))
 def test_canonical_form_is_unique(text: str) -> None:
     """Any accepted string is the one string encode() gives for its ID."""
     try:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from dbapi_database import SCHEMA, DbApiDatabase
 
-from idfields.coordination import holders as holder_strings
+from idfields.coordination import _holders as holder_strings
 
 pytestmark = [
     pytest.mark.slow,

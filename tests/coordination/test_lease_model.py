@@ -34,7 +34,7 @@ from stalling import Stalling
 from test_coordination_leases import lease_layout
 
 from idfields import NodeError
-from idfields.coordination import LeaseSource, holders
+from idfields.coordination import LeaseSource, _holders
 from idfields.nodes import Assignment
 
 MS = 1_000_000
@@ -195,7 +195,7 @@ def model_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
         database.execute(statement)
     monkeypatch.setattr(LeaseProtocol, "database", database, raising=False)
     monkeypatch.setattr(
-        holders.Holder, "provably_dead", lambda self: self.host in LeaseProtocol.dead
+        _holders.Holder, "provably_dead", lambda self: self.host in LeaseProtocol.dead
     )
     yield database
     database.close()

@@ -13,7 +13,7 @@ from django.db.models import Model
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from idfields.codecs import PublicIds, checked
+from idfields.codecs import PublicIds, _checked
 from idfields.django_app.forms import PublicIdFormField
 from idfields.django_app.public import check_permutation_key, public_ids_for
 from tests.django_project.conftest import ALIASES
@@ -27,7 +27,7 @@ OTHER_KEY = "7e6d5c4b3a291807f6e5d4c3b2a19087e6d5c4b3a291807f6e5d4c3b2a190807"
 
 
 def typo(text: str, position: int = 7) -> str:
-    replacement = checked.ALPHABET[(checked.ALPHABET.index(text[position]) + 1) % 31]
+    replacement = _checked.ALPHABET[(_checked.ALPHABET.index(text[position]) + 1) % 31]
     return text[:position] + replacement + text[position + 1 :]
 
 
@@ -58,7 +58,7 @@ def bad_strings(obj: Model) -> dict[str, str]:
 def test_objects_show_a_public_id_and_are_found_by_it(alias: str) -> None:
     author = Author.objects.using(alias).create(name="a")
     text = author.public_id
-    assert len(text) == 15 and set(text) <= set(checked.ALPHABET)
+    assert len(text) == 15 and set(text) <= set(_checked.ALPHABET)
     assert str(author.pk) not in text
     assert Author.objects.using(alias).get(pk__public=text) == author
     assert Author.public_id.decode(text) == author.pk

@@ -12,7 +12,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from idfields.codecs import PublicIds, checked
+from idfields.codecs import PublicIds, _checked
 from idfields.sqlalchemy_ext import public_ids
 from tests.sqlalchemy.public_app import KEY, OLD_KEY, Base, Customer, Order, make_app
 
@@ -45,7 +45,7 @@ def customer(engine: sa.Engine) -> Customer:
 
 def bad_strings(text: str, pk: int, label: str) -> dict[str, str]:
     position = 6
-    typo = checked.ALPHABET[(checked.ALPHABET.index(text[position]) + 1) % 31]
+    typo = _checked.ALPHABET[(_checked.ALPHABET.index(text[position]) + 1) % 31]
     return {
         "typo": text[:position] + typo + text[position + 1 :],
         "swap": text[:2] + text[3] + text[2] + text[4:] if text[2] != text[3] else text[1:],
