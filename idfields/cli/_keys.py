@@ -48,7 +48,8 @@ def _fresh_key() -> str:
 
 
 def _env_has_keys() -> bool:
-    return bool(os.environ.get(DEFAULT_ENV_VAR, "").strip())
+    """Whether the variable names any key, by the rule ``keys_from_env`` reads it with."""
+    return any(text.strip() for text in os.environ.get(DEFAULT_ENV_VAR, "").split(","))
 
 
 def render(document: dict[str, Any]) -> str:
