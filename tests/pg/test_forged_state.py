@@ -4,6 +4,8 @@ and the role can read who holds which node (lease-protocol invariants D4 and D5)
 
 from __future__ import annotations
 
+import secrets
+
 import psycopg
 import pytest
 
@@ -74,3 +76,67 @@ def test_a_claim_set_by_hand_on_another_backends_node_issues_nothing_there(
     on_victims_node = [i for i in ids if (i >> 12) & 1023 == victim_node]
     assert on_victims_node == []
     assert len(set(ids)) == len(ids)
+
+
+# The internal functions, called by the app role with a geometry of its own choosing: a layout
+# name and lease key of a fresh namespace ('forged', 'forged#<hex>'), where every node is free, and
+# the node range narrowed to the node the victim holds; {tick} is the victim's first tick.
+FORGED_SNOWFLAKE = "1704067200000000, 1000, 41, 22, false, 12, {node}, {node}, 12, 0, 0, 1000, 2000"
+FORGED_CALLS = {
+    "take_ids": "SELECT idfields.take_ids({forged}, 5000, (idfields.clock_ms() - {tick}) * 1000, "
+    "1000, 41, 22, false, 12, {node}, {node}, 12, 0, 0, 1000, 2000, NULL)",
+    "take_id_ranges": "SELECT pg_catalog.generate_series(r.first_id, r.last_id) FROM "
+    "idfields.take_id_ranges({forged}, 5000, (idfields.clock_ms() - {tick}) * 1000, 1000, 41, "
+    "22, false, 12, {node}, {node}, 12, 0, 0, 1000, 2000, NULL) AS r",
+    "time_slow_path": "SELECT idfields.time_slow_path({forged}, {tick}, "
+    + FORGED_SNOWFLAKE
+    + ", NULL) FROM pg_catalog.generate_series(1, 300)",
+    "time_next": "SELECT idfields.time_next({forged}, {tick}, "
+    + FORGED_SNOWFLAKE
+    + ", NULL, 0) FROM pg_catalog.generate_series(1, 300)",
+}
+
+
+@pytest.mark.parametrize("function", sorted(FORGED_CALLS))
+def test_a_forged_geometry_issues_nothing_on_another_backends_node(
+    connect: Connect, app_role: str, function: str
+) -> None:
+    """Another backend holds a node and issues IDs; the app role calls an internal function
+    with the geometry narrowed to that node (and, for the bulk ones, an epoch that puts its
+    clock on that backend's first tick). Refused, it issues none of that backend's IDs."""
+    victim = connect()
+    victim_ids = [int(row[0]) for row in victim.execute(
+        "SELECT idfields.take_snowflake(5000)").fetchall()]  # fmt: skip
+    node = (victim_ids[0] >> 12) & 1023
+    tick = victim_ids[0] >> 22
+    attacker = connect(user=app_role)
+    key = f"forged#{secrets.token_hex(4)}"
+    query = FORGED_CALLS[function].format(forged=f"'forged', '{key}'", node=node, tick=tick)
+    try:
+        issued = [int(row[0]) for row in attacker.execute(query.encode()).fetchall()]
+    except psycopg.errors.InsufficientPrivilege:
+        issued = []
+    finally:
+        victim.execute("DELETE FROM public.idfields_node_lease WHERE layout = %s", [key])
+    on_node = [i for i in issued if (i >> 12) & 1023 == node and i >> 22 <= victim_ids[-1] >> 22]
+    repeats = set(issued) & set(victim_ids)
+    assert (len(repeats), len(on_node)) == (0, 0)
+
+
+def test_a_role_without_the_hooks_grant_cannot_move_the_tick(
+    connect: Connect, app_role: str
+) -> None:
+    """Every function that takes a tick is the test hook's or revoked: the app role gets
+    permission denied, and its IDs stay on the clock."""
+    conn = connect(user=app_role)
+    first = int(conn.execute("SELECT idfields.next_snowflake()").fetchone()[0])
+    tick = first >> 22
+    for call in (
+        "SELECT idfields.next_snowflake_at(%s)",
+        "SELECT idfields.next_snowflake_tick(%s, NULL)",
+        "SELECT idfields.next_traceid_at(%s)",
+    ):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute(call, [tick + 100_000])
+    after = int(conn.execute("SELECT idfields.next_snowflake()").fetchone()[0])
+    assert after > first and (after >> 22) - tick < 5_000
