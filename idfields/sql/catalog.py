@@ -4,7 +4,9 @@
 :mod:`idfields._generation`. Built-in layouts have functions of their own
 (``InstallIdFunctions``); a user layout has ``idfields.next_<name>()``, ``next_<name>_at(tick)``,
 ``take_<name>(n)`` and ``decode_<name>(id)`` once ``InstallLayoutFunctions`` installed them,
-which it can only for layouts the renderer (:mod:`idfields.sql.layouts`) expresses.
+which it can only for layouts the renderer (:mod:`idfields.sql.layouts`) expresses. These are
+the functions a caller names; what they call as the functions' owner (``issue_<name>...``) and
+the internal functions are no caller's to name.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ class LayoutFunctions:
 
     layout: str
     next: str  # ``next()``: one ID, the column default
-    next_at: str | None  # ``next_at(now_tick bigint)``: the same at a given tick, for tests
+    # ``next_at(now_tick bigint)``: the same at a given tick, for tests; revoked from PUBLIC (a
+    # grantee needs ``issue_<layout>_at(bigint, regclass)`` too)
+    next_at: str | None
     decode: str  # ``decode(id bigint)``: the fields, like Layout.decode
     take: str | None  # ``take(n bigint)``: n IDs as a set, for bulk loads
 

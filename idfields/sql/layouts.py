@@ -9,9 +9,12 @@ their own PL/pgSQL ``idfields.next_<name>_tick(now_tick, visible_lease)``, the g
 in as literals) or ``next_traceid()`` (wrapping ones, through ``idfields.time_next()``) over a
 per-backend temporary sequence, all leasing under the layout's :attr:`~Layout.lease_key` like
 the app; the decoder is plain SQL like ``decode_snowflake()``, agreeing with
-:meth:`Layout.decode`. Every name is bound when the functions are created (BEGIN ATOMIC bodies,
-installed under a pinned search_path), and the ``_at`` test hook is revoked from PUBLIC.
-Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
+:meth:`Layout.decode`. Beyond its common case the hot path calls ``idfields.issue_<name>()``,
+and the bulk forms ``issue_<name>_ranges(n)``: they run as the owner (SECURITY DEFINER) and take
+no geometry, lease key or tick from the caller, so the internal functions that do, the tick
+function, the ``_at`` test hook and its ``issue_<name>_at`` are revoked from PUBLIC. Every name
+is bound when the functions are created (BEGIN ATOMIC bodies, installed under a pinned
+search_path). Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
 
 The SQL depends only on the layout's data (golden files in ``tests/pg/golden/`` hold it for
 sample layouts), and the migration operations record :func:`sql_digest` of what they install
@@ -89,40 +92,38 @@ class _Shape:
 
 def render_layout_function(layout: Layout) -> tuple[str, str]:
     """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)``,
-    ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)`` and
-    ``decode_<name>(bigint[, timestamptz])`` (and a growing layout's ``next_<name>_tick``)."""
+    ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)``, ``decode_<name>(bigint[,
+    timestamptz])``, the issuers ``issue_<name>``, ``_at`` and ``_ranges`` (and a growing
+    layout's ``next_<name>_tick``)."""
     shape = _shape(layout)
     clock = _clock(shape)
     render = _render_wrapping if shape.wraps else _render_growing
     function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
-    take = _ident(f"take_{shape.name}")
     decoder, drop_decoder = _render_decoder(layout, shape)
-    arguments = ", ".join(_layout_arguments(layout, shape, "n"))
     tick, drop_tick = ("", "") if shape.wraps else _render_tick(layout, shape)
-    ranges, drop_ranges = _render_ranges(shape, arguments)
+    issuers, drop_issuers = _render_issuers(layout, shape)
+    take, drop_take = _render_take(shape)
     create = (
         f"-- idfields: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
         f"{_PIN}\n"
         f"{tick}"
+        f"{issuers}"
         f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(layout, shape, 'now_tick')};\nEND;\n"
+        f"BEGIN ATOMIC\n{render(shape, 'now_tick')};\nEND;\n"
         f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
         f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(layout, shape, clock)};\nEND;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
-        f"BEGIN ATOMIC\n    SELECT idfields.take_ids({arguments});\nEND;\n\n"
-        f"{ranges}"
+        f"BEGIN ATOMIC\n{render(shape, clock)};\nEND;\n\n"
+        f"{take}"
         f"{decoder}\n"
         f"{_UNPIN}"
     )
     drop = (
-        f"{drop_ranges}"
-        f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
+        f"{drop_take}"
         f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
         f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+        f"{drop_issuers}"
         f"{drop_tick}"
         f"{drop_decoder}"
     )
@@ -428,65 +429,110 @@ _UNPIN = (
     "SELECT pg_catalog.set_config('search_path',\n"
     "    pg_catalog.current_setting('idfields.install_search_path'), true);\n"
 )
+# An issuer's clauses: it runs as the owner, under a pinned search_path (pg_temp last).
+_ISSUER = (
+    "LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE {extra}SECURITY DEFINER\n"
+    "SET search_path = pg_catalog, pg_temp\n"
+    "AS $$\n"
+)
+# The lease table the caller's search_path finds, as the inlined SQL hands it to the issuer.
+_VISIBLE_LEASE = "pg_catalog.to_regclass('idfields_node_lease')"
 
 
-def _render_ranges(shape: _Shape, arguments: str) -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.take_<name>_ranges(n)``: take_<name>(n)'s IDs as
-    one (first_id, last_id) row per tick, for the INSERT to expand."""
-    function = _ident(f"take_{shape.name}_ranges")
+def _render_take(shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of ``idfields.take_<name>(n)`` and ``take_<name>_ranges(n)``
+    (one (first_id, last_id) row per tick, for the INSERT to expand): inlined SQL over
+    ``issue_<name>_ranges()``, handing it the lease table the caller's search_path finds."""
+    take, ranges = _ident(f"take_{shape.name}"), _ident(f"take_{shape.name}_ranges")
+    issued = f"idfields.{_ident(f'issue_{shape.name}_ranges')}(n, {_VISIBLE_LEASE}) AS r"
     create = (
-        f"CREATE OR REPLACE FUNCTION idfields.{function}(\n"  # noqa: S608 (no input)
+        f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"  # noqa: S608 (quoted names)
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
+        f"BEGIN ATOMIC\n    SELECT pg_catalog.generate_series(r.first_id, r.last_id)\n"
+        f"    FROM {issued};\nEND;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{ranges}(\n"
         f"    n bigint, OUT first_id bigint, OUT last_id bigint\n) RETURNS SETOF record\n"
         f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250\n"
-        f"BEGIN ATOMIC\n    SELECT r.first_id, r.last_id\n"
-        f"    FROM idfields.take_id_ranges({arguments}) AS r;\nEND;\n\n"
+        f"BEGIN ATOMIC\n    SELECT r.first_id, r.last_id\n    FROM {issued};\nEND;\n\n"
     )
-    return create, f"DROP FUNCTION IF EXISTS idfields.{function}(bigint);\n"
+    drop = (
+        f"DROP FUNCTION IF EXISTS idfields.{ranges}(bigint);\n"
+        f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
+    )
+    return create, drop
 
 
-def _layout_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
-    """The slow path's (and take_ids') arguments: name, lease key, ``now``, the geometry, and
-    the lease table the caller's search_path finds."""
+def _internal_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
+    """The internal functions' arguments: name, lease key, ``now``, the geometry, and the lease
+    table the caller's search_path finds (an issuer's ``visible_lease``)."""
     return [
         _literal(shape.name),
         _literal(layout.lease_key),
         now,
         *_geometry(shape),
-        "pg_catalog.to_regclass('idfields_node_lease')",
+        "visible_lease",
     ]
 
 
-def _given_tick(now: str) -> str:
-    """The tick a hot path hands to what it calls beyond its common case: the test hook's own;
-    next_<name>()'s NULL (the callee reads the clock), so its statement plans the inlined
-    clock once, not twice."""
-    return now if now == "now_tick" else "NULL"
+def _render_issuers(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of what the public functions run as the owner (SECURITY
+    DEFINER), the layout's geometry written in: ``issue_<name>(visible_lease)`` (the clock's
+    tick), ``issue_<name>_at(now_tick, visible_lease)`` (the test hook's, revoked from PUBLIC
+    with the layout's tick function) and ``issue_<name>_ranges(n, visible_lease)``."""
+    name = shape.name
+    issue, at = _ident(f"issue_{name}"), _ident(f"issue_{name}_at")
+    ranges = _ident(f"issue_{name}_ranges")
+    tick = _ident(f"next_{name}_tick")
+
+    def issued(now: str) -> str:
+        if shape.wraps:
+            arguments = [*_internal_arguments(layout, shape, now), str(shape.top)]
+            return f"idfields.time_next({', '.join(arguments)})"
+        return f"idfields.{tick}({now}, visible_lease)"
+
+    revoked = [f"idfields.{at}(bigint, regclass)"]
+    if not shape.wraps:
+        revoked.append(f"idfields.{tick}(bigint, regclass)")
+    taken = ", ".join(_internal_arguments(layout, shape, "n"))
+    create = (
+        f"CREATE OR REPLACE FUNCTION idfields.{issue}(visible_lease regclass) RETURNS bigint\n"  # noqa: S608 (quoted names, literals)
+        f"{_ISSUER.format(extra='COST 1 ')}"
+        f"BEGIN\n    RETURN {issued('NULL')};\nEND\n$$;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{at}(now_tick bigint, visible_lease regclass)\n"
+        f"RETURNS bigint\n"
+        f"{_ISSUER.format(extra='COST 1 ')}"
+        f"BEGIN\n    RETURN {issued('now_tick')};\nEND\n$$;\n"
+        f"REVOKE ALL ON FUNCTION {', '.join(revoked)} FROM PUBLIC;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{ranges}(\n"
+        f"    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint\n"
+        f") RETURNS SETOF record\n"
+        f"{_ISSUER.format(extra='ROWS 250 ')}"
+        f"BEGIN\n    RETURN QUERY SELECT r.first_id, r.last_id\n"
+        f"    FROM idfields.take_id_ranges({taken}) AS r;\nEND\n$$;\n\n"
+    )
+    drop = (
+        f"DROP FUNCTION IF EXISTS idfields.{ranges}(bigint, regclass);\n"
+        f"DROP FUNCTION IF EXISTS idfields.{at}(bigint, regclass);\n"
+        f"DROP FUNCTION IF EXISTS idfields.{issue}(regclass);\n"
+    )
+    return create, drop
 
 
-def _time_next(layout: Layout, shape: _Shape, now: str) -> str:
-    """``idfields.time_next()``: everything but the hot path's common case (the transaction's
-    first ID, a new tick, the slow path) behind one PL/pgSQL call."""
-    arguments = [*_layout_arguments(layout, shape, _given_tick(now)), str(shape.top)]
-    return f"idfields.time_next({', '.join(arguments)})"
-
-
-def _hot_path(layout: Layout, shape: _Shape, now: str, test: str) -> str:
+def _hot_path(shape: _Shape, now: str, test: str) -> str:
     """Only the common case inline (the candidate passes ``test``, written over
-    ``{candidate}``), so a statement plans and sets up as few nodes as can be; the rest is the
-    layout's tick function where it has one (growing layouts), else time_next()."""
+    ``{candidate}``), so a statement plans and sets up as few nodes as can be; the rest is one
+    call of the layout's issuer: ``issue_<name>()``, or the test hook's ``issue_<name>_at()``."""
     sequence = _sequence(shape)
     candidate = f"pg_catalog.currval({sequence}) + 1"
-    rest = _time_next(layout, shape, now) if shape.wraps else _tick_call(shape, now)
+    if now == "now_tick":
+        rest = f"idfields.{_ident(f'issue_{shape.name}_at')}(now_tick, {_VISIBLE_LEASE})"
+    else:
+        rest = f"idfields.{_ident(f'issue_{shape.name}')}({_VISIBLE_LEASE})"
     return f"""    SELECT CASE
         WHEN {test.format(candidate=candidate)}
         THEN pg_catalog.setval({sequence}, {candidate})
         ELSE {rest}
     END"""
-
-
-def _tick_call(shape: _Shape, now: str) -> str:
-    function = _ident(f"next_{shape.name}_tick")
-    return f"idfields.{function}({_given_tick(now)}, pg_catalog.to_regclass('idfields_node_lease'))"
 
 
 def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
@@ -503,14 +549,12 @@ def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     if shape.top:
         tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
     clock = _clock(shape)
-    rest = [_literal(name), _literal(layout.lease_key), "now_tick", *_geometry(shape)]
-    rest += ["visible_lease", str(shape.top)]
+    rest = [*_internal_arguments(layout, shape, "now_tick"), str(shape.top)]
     setting = f"idfields.{name}"
     signature = f"idfields.{function}(now_tick bigint, visible_lease regclass)"
     create = f"""CREATE OR REPLACE FUNCTION {signature}
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
@@ -560,15 +604,15 @@ def _with_top(shape: _Shape, bits: str) -> str:
     return f"({bits} | {shape.top})" if shape.top else bits
 
 
-def _render_growing(layout: Layout, shape: _Shape, now: str) -> str:
+def _render_growing(shape: _Shape, now: str) -> str:
     """next_snowflake()'s test: the candidate is not behind the tick of ``now`` and its
     sequence bits did not carry."""
     s = shape.ts_shift
     window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
-    return _hot_path(layout, shape, now, f"(({{candidate}} - {window}")
+    return _hot_path(shape, now, f"(({{candidate}} - {window}")
 
 
-def _render_wrapping(layout: Layout, shape: _Shape, now: str) -> str:
+def _render_wrapping(shape: _Shape, now: str) -> str:
     """next_traceid()'s test: the candidate's tick is now or now + 1 modulo the period (bits
     above the lowest tick bit of the difference are zero) and its sequence did not carry."""
     s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
@@ -577,4 +621,4 @@ def _render_wrapping(layout: Layout, shape: _Shape, now: str) -> str:
         f"{_with_top(shape, f'(({now} & {period_mask}) << {s})')}) & {kept}) - 1)\n"
         f"            & {-(1 << shape.seq_bits)}) = 0"
     )
-    return _hot_path(layout, shape, now, f"(((({{candidate}} - {window}")
+    return _hot_path(shape, now, f"(((({{candidate}} - {window}")

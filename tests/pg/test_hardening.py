@@ -364,7 +364,7 @@ def test_the_whole_flow_with_exactly_the_documented_grants(empty_database: DbUrl
             admin.execute(
                 sql.SQL(
                     "GRANT EXECUTE ON FUNCTION idfields.next_narrow(), "
-                    "idfields.next_narrow_tick(bigint, regclass) TO {}"
+                    "idfields.issue_narrow(regclass) TO {}"
                 ).format(sql.Identifier(role))
             )
             with psycopg.connect(
@@ -387,12 +387,88 @@ def test_the_whole_flow_with_exactly_the_documented_grants(empty_database: DbUrl
             drop_role(admin, role)
 
 
+def test_an_owner_without_the_table_grants_is_refused_at_install(empty_database: DbUrl) -> None:
+    """The functions lease as their owner: an install by a role that may not write the lease
+    table fails there, naming the grant, instead of failing every session's first ID."""
+    owner = f"idfields_owner_{secrets.token_hex(3)}"
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
+        name, database = sql.Identifier(owner), sql.Identifier(empty_database.database)
+        admin.execute(sql.SQL("CREATE ROLE {}").format(name))
+        try:
+            admin.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(database, name))
+            admin.execute(sql.SQL("SET ROLE {}").format(name))
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+                admin.execute(idsql.load(idsql.VERSION).encode())
+            assert "lacks SELECT, INSERT, UPDATE on" in str(refused.value)
+            assert "GRANT SELECT, INSERT, UPDATE ON" in str(refused.value)
+            admin.execute("RESET ROLE")
+        finally:
+            admin.execute("RESET ROLE")
+            drop_role(admin, owner)
+
+
+def test_an_owner_that_is_no_superuser_serves_a_role_without_table_grants(
+    empty_database: DbUrl,
+) -> None:
+    """Owner: a plain role with the table grants and pg_read_all_stats; caller: the documented
+    grants only (no table grant, no TEMPORARY). The caller's IDs come, across SET ROLE, and a
+    reset backend keeps its node (the owner reads the session's start time)."""
+    owner, role = (f"idfields_{kind}_{secrets.token_hex(3)}" for kind in ("owner", "app"))
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
+        names = {who: sql.Identifier(who) for who in (owner, role)}
+        database = sql.Identifier(empty_database.database)
+        admin.execute(sql.SQL("CREATE ROLE {}").format(names[owner]))
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(names[role]))
+        try:
+            for grant in (
+                "GRANT CREATE ON DATABASE {d} TO {o}",
+                "GRANT SELECT, INSERT, UPDATE ON idfields_node_lease, idfields_counter TO {o}",
+                "GRANT SELECT ON idfields_launch TO {o}",
+                "GRANT TEMPORARY ON DATABASE {d} TO {o}",
+                "REVOKE TEMPORARY ON DATABASE {d} FROM PUBLIC",
+                "GRANT pg_read_all_stats TO {o}",  # without it: 21 nodes for 20 resets
+            ):
+                admin.execute(sql.SQL(grant).format(d=database, o=names[owner]))
+            admin.execute(sql.SQL("SET ROLE {}").format(names[owner]))
+            admin.execute(idsql.load(idsql.VERSION).encode())
+            admin.execute("RESET ROLE")
+            admin.execute("INSERT INTO idfields_launch VALUES (1, 'test', now())")
+            grant_as_documented(admin, role, empty_database.database)
+            with psycopg.connect(
+                **empty_database.psycopg_kwargs() | {"user": role},
+                autocommit=True,
+                prepare_threshold=None,  # DISCARD ALL drops prepared statements
+            ) as app:
+                ids = ids_of(app, "next_snowflake", 1000)
+                nodes = {SNOWFLAKE.decode(ids[-1]).values["node"]}
+                for _ in range(20):
+                    app.execute("DISCARD ALL")
+                    ids += ids_of(app, "next_snowflake", 100)
+                    nodes.add(SNOWFLAKE.decode(ids[-1]).values["node"])
+                assert ids == sorted(set(ids))
+                assert len(nodes) == 1
+                assert len(set(ids_of(app, "next_decimal", 100))) == 100
+            with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as other:
+                ids = ids_of(other, "next_snowflake", 100)
+                other.execute(sql.SQL("SET ROLE {}").format(names[role]))
+                ids += ids_of(other, "next_snowflake", 100)
+                other.execute("RESET ROLE")
+                ids += ids_of(other, "next_snowflake", 100)
+                assert ids == sorted(set(ids))
+        finally:
+            admin.execute("RESET ROLE")
+            admin.execute(sql.SQL("GRANT TEMPORARY ON DATABASE {} TO PUBLIC").format(database))
+            drop_role(admin, role)
+            admin.execute(sql.SQL("DROP SCHEMA IF EXISTS idfields CASCADE"))
+            drop_role(admin, owner)
+
+
 # -- 4. test hooks and internals ----------------------------------------------------------------
 
 
 def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_role: str) -> None:
-    """A tick given in unix ms (not ms since the epoch) would lease a node until 2080: the hook
-    is not the app role's, and the slow path refuses a tick far from the clock."""
+    """A tick given in unix ms (not ms since the epoch) would lease a node until 2080: neither
+    the hook nor anything else that takes a tick is the app role's."""
     admin = connect()
     app = connect(user=app_role)
     unix_ms = admin.execute("SELECT idfields.clock_ms()").fetchone()[0]
@@ -401,7 +477,9 @@ def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_rol
     try:
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             app.execute("SELECT idfields.next_snowflake_at(%s)", [unix_ms])
-        with pytest.raises(psycopg.errors.InvalidParameterValue, match="not the clock"):
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            app.execute("SELECT idfields.issue_snowflake_at(%s, NULL)", [unix_ms])
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
             app.execute(
                 "SELECT idfields.time_slow_path('snowflake', 'snowflake', %s, 1704067200000000, "
                 "1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, NULL::regclass)",

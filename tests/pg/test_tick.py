@@ -51,18 +51,28 @@ def test_single_row_inserts_skip_the_generic_path(counted: psycopg.Connection[An
     assert function_calls(counted, "time_next") - before <= 10
 
 
-def test_a_tick_from_the_caller_never_moves_ids_off_the_clock(
+def test_a_role_without_the_hooks_grant_cannot_move_the_tick(
     connect: Connect, app_role: str
 ) -> None:
-    """The tick function is callable by every role, with any tick: a tick past the lease or
-    behind the last ID goes to the slow path, which refuses a tick that is not the clock's to
-    a caller who may not run the test hook."""
+    """Every function that takes a tick from its caller is the test hook's or internal, revoked
+    from PUBLIC: the app role is refused them all, and its IDs stay on the clock. (The slow path
+    runs as the owner, so a privilege check there would see the owner's, not the caller's.)"""
     conn = connect(user=app_role)
     first = one_id(conn, "next_snowflake")
     tick = SNOWFLAKE.decode(first).values["timestamp"]
-    for foreign in (tick + 10**7, tick + 5_000, 0):
-        with pytest.raises(psycopg.errors.InvalidParameterValue, match="is not the clock's"):
-            conn.execute("SELECT idfields.next_snowflake_tick(%s, NULL)", [foreign])
+    for call in (
+        "SELECT idfields.next_snowflake_at(%s)",
+        "SELECT idfields.issue_snowflake_at(%s, NULL)",
+        "SELECT idfields.next_snowflake_tick(%s, NULL)",
+        "SELECT idfields.next_traceid_at(%s)",
+        "SELECT idfields.issue_traceid_at(%s, NULL)",
+        "SELECT idfields.next_narrow_at(%s)",
+        "SELECT idfields.issue_narrow_at(%s, NULL)",
+        "SELECT idfields.next_narrow_tick(%s, NULL)",
+    ):
+        for foreign in (tick + 10**7, tick + 5_000, 0):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                conn.execute(call, [foreign])
     after = one_id(conn, "next_snowflake")
     assert after > first
     assert SNOWFLAKE.decode(after).values["timestamp"] - tick < 5_000

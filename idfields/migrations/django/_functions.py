@@ -217,6 +217,8 @@ def _privilege_message(schema_editor: BaseDatabaseSchemaEditor, error: DatabaseE
     database = schema_editor.connection.settings_dict
     role, name = database.get("USER") or "<the migrating role>", database.get("NAME")
     first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if first.startswith("idfields:"):  # the install's own check, which names the grant
+        return str(error).strip()
     return (
         f"installing the idfields database functions failed ({first}): they live in schema "
         f"idfields, and CREATE SCHEMA idfields needs CREATE ON DATABASE. Either, as the "

@@ -18,14 +18,18 @@ DROP FUNCTION IF EXISTS idfields.next_traceid();
 DROP FUNCTION IF EXISTS idfields.next_traceid_at(bigint);
 DROP FUNCTION IF EXISTS idfields.next_snowflake();
 DROP FUNCTION IF EXISTS idfields.next_snowflake_at(bigint);
+DROP FUNCTION IF EXISTS idfields.issue_traceid_ranges(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.issue_traceid_at(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.issue_traceid(regclass);
+DROP FUNCTION IF EXISTS idfields.issue_snowflake_ranges(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.issue_snowflake_at(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.issue_snowflake(regclass);
 DROP FUNCTION IF EXISTS idfields."next_snowflake_tick"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.time_next(text, text, bigint, bigint, bigint, integer, integer,
     boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint);
 DROP FUNCTION IF EXISTS idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer,
     integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
     regclass);
-DROP FUNCTION IF EXISTS idfields.take_ids(text, text, bigint, bigint, bigint, integer, integer,
-    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.node_range();
 DROP FUNCTION IF EXISTS idfields.time_slow_path(text, text, bigint, bigint, bigint, integer,
     integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,

@@ -46,9 +46,10 @@
 -- holding only the common case: currval() + 1 lies in the validated tick, is not behind the
 -- clock and has sequence bits left; setval() issues it. Everything else is one PL/pgSQL call
 -- whose plans the session caches (a statement's planning grows with every inlined node):
--- next_<layout>_tick() for a growing layout (the transaction's first ID and a new tick in one
--- step, its geometry as literals), time_next() for a wrapping one, and time_slow_path() (claim,
--- renew, clock checks) behind both. A transaction's first ID goes on with the session's claim
+-- issue_<layout>(), which runs as the owner (see GRANTS) and calls next_<layout>_tick() for a
+-- growing layout (the transaction's first ID and a new tick in one step, its geometry as
+-- literals) or time_next() for a wrapping one, with time_slow_path() (claim, renew, clock
+-- checks) behind both. A transaction's first ID goes on with the session's claim
 -- without the slow path when the claim is on this very sequence, the transaction may write,
 -- the caller finds the claim's lease table, and the last ID is on the claim's node inside the
 -- lease's limit.
@@ -57,8 +58,8 @@
 -- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
 -- to 1 s ahead of the clock, then waits for the clock (up to 1 s, like the app's generator);
 -- further than that raises (SQLSTATE 22008) instead of repeating. next_<layout>_at(now_tick)
--- is next_<layout>() with the tick given: a test hook, revoked from PUBLIC, and the slow path
--- refuses a tick far from the clock unless the caller may run the hook.
+-- is next_<layout>() with the tick given: a test hook, revoked from PUBLIC with
+-- issue_<layout>_at(), the one function PUBLIC cannot run that takes a tick from its caller.
 --
 -- BULK. take_<layout>_ranges(n) returns one (first_id, last_id) row per tick, the same IDs in
 -- the same order as n calls of next_<layout>(), for the INSERT to expand:
@@ -75,22 +76,37 @@
 --
 -- NAME BINDING. Every SQL-language function has a BEGIN ATOMIC body: PostgreSQL binds its
 -- operators, functions and types when it is created (under the search_path this script pins
--- below) and still inlines it. Every PL/pgSQL function runs with SET search_path = pg_catalog,
--- pg_temp. No caller's search_path can substitute an operator or function, for any role. The
--- slow path refuses to lease when the caller's search_path finds another idfields_node_lease
--- than the one written in at install (app and database would lease from different tables).
+-- below) and still inlines it. Every PL/pgSQL function a caller can run (the issue_*
+-- functions, decimal_slow_path(), node_holder_rows()) runs with SET search_path = pg_catalog,
+-- pg_temp; the internal ones it calls, revoked from PUBLIC, run under that pinned search_path
+-- and have no SET clause of their own (a nested one costs every transaction's first ID 1-2 us
+-- more). No caller's search_path can substitute an operator or function,
+-- for any role. The slow path refuses to lease when the caller's search_path finds another
+-- idfields_node_lease than the one written in at install (app and database would lease from
+-- different tables).
 --
 -- REFUSALS. A standby and a read-only transaction raise idfields' own error (SQLSTATE 25006).
 -- PREPARE TRANSACTION is not supported after a database-side ID: the position lives in a
 -- temporary sequence, and PostgreSQL refuses to prepare a transaction that used one.
 --
--- GRANTS a role needs (functions run as the caller; no SECURITY DEFINER):
+-- GRANTS. The public functions (next_<layout>(), take_<layout>(n), take_<layout>_ranges(n),
+-- next_decimal(), the decoders) are inlined SQL run as the caller: they read and setval() the
+-- caller's own temporary sequence and settings, and hand everything else to functions that run
+-- as the owner (the role that installed them: SECURITY DEFINER, SET search_path = pg_catalog,
+-- pg_temp) and take nothing a caller could forge: issue_<layout>(visible_lease),
+-- issue_<layout>_ranges(n, visible_lease), decimal_slow_path(), node_holder_rows(). Those
+-- create the temporary sequence (granted to PUBLIC, so the inlined part reads and moves it
+-- under any role the session switches to), claim and renew the lease as the owner, and read
+-- backend_start in pg_stat_activity as the owner. The internal functions, which take a layout,
+-- lease key, geometry or tick as arguments (time_slow_path(), time_next(), take_id_ranges(),
+-- next_<layout>_tick()), and the test hooks (next_<layout>_at(), issue_<layout>_at()) are
+-- revoked from PUBLIC. So a role calling the functions needs only:
 --   GRANT USAGE ON SCHEMA idfields TO app;
---   GRANT SELECT, INSERT, UPDATE ON <lease schema>.idfields_node_lease TO app;
---   GRANT SELECT, INSERT, UPDATE ON <lease schema>.idfields_counter TO app;
---   GRANT SELECT ON <lease schema>.idfields_launch TO app;
---   TEMPORARY on the database (PUBLIC has it by default) and EXECUTE on the functions (PUBLIC
---   has it by default, the test hooks excepted).
+--   EXECUTE on the public functions and what they call as the caller (PUBLIC has it by default).
+-- The owner needs SELECT, INSERT, UPDATE on <lease schema>.idfields_node_lease and
+-- idfields_counter, SELECT on idfields_launch, TEMPORARY on the database, and, for a reset
+-- backend to find its own lease row (pooler resets), the right to read the sessions'
+-- backend_start: a superuser, the role the sessions log in as, or a member of pg_read_all_stats.
 -- pg_dump restores with an empty search_path: every name below is schema-qualified.
 
 SELECT pg_catalog.set_config('idfields.install_search_path',
@@ -133,6 +149,32 @@ LANGUAGE sql VOLATILE PARALLEL SAFE
 BEGIN ATOMIC
     SELECT (pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint;
 END;
+
+-- The functions that run as the owner lease from the idfields tables with the owner's
+-- privileges (see GRANTS): an owner without them would fail every session's first ID.
+DO $owner$
+DECLARE
+    needed text[] := ARRAY['@lease_schema@.idfields_node_lease:SELECT, INSERT, UPDATE',
+        '@lease_schema@.idfields_counter:SELECT, INSERT, UPDATE',
+        '@lease_schema@.idfields_launch:SELECT'];
+    item text;
+BEGIN
+    FOREACH item IN ARRAY needed LOOP
+        IF pg_catalog.to_regclass(pg_catalog.split_part(item, ':', 1)) IS NOT NULL
+            AND NOT pg_catalog.has_table_privilege(pg_catalog.split_part(item, ':', 1),
+                pg_catalog.split_part(item, ':', 2))
+        THEN
+            RAISE EXCEPTION 'idfields: the role installing the database functions (%) lacks % '
+                'on %, and the functions run as that role', current_user,
+                pg_catalog.split_part(item, ':', 2), pg_catalog.split_part(item, ':', 1)
+                USING ERRCODE = '42501',
+                HINT = pg_catalog.format('GRANT %s ON %s TO %I, or install the functions as '
+                    'the role that owns the idfields tables.', pg_catalog.split_part(item, ':', 2),
+                    pg_catalog.split_part(item, ':', 1), current_user);
+        END IF;
+    END LOOP;
+END
+$owner$;
 
 -- The nodes this database issues on, set below by the install (see the header).
 DO $node_range$
@@ -197,14 +239,11 @@ CREATE OR REPLACE FUNCTION idfields.time_slow_path(
     lease_ms bigint, visible_lease regclass
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
     lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
     key integer := idfields.lease_lock_key(lease_key);
-    clock_tick bigint;
-    hook regprocedure;
     now_ms bigint;
     period bigint := 1::bigint << ts_bits;
     seq_mask bigint := (1::bigint << seq_bits) - 1;
@@ -263,20 +302,6 @@ BEGIN
             HINT = 'App and database must lease nodes from one table, or they repeat IDs. Keep '
                    'one copy of the idfields tables on the search_path, or reinstall the '
                    'functions with lease_schema set to the schema the app uses.';
-    END IF;
-    -- A tick far from the clock is a test hook's (next_<layout>_at), for its grantees only: a
-    -- stray one would push the lease, and the node's fence, years ahead.
-    clock_tick := (idfields.clock_us() - epoch_us) / unit_us;
-    IF now_tick NOT BETWEEN clock_tick - max_ahead - 1 AND clock_tick + max_ahead + 1 THEN
-        hook := pg_catalog.to_regprocedure(
-            pg_catalog.format('idfields.%I(bigint)', 'next_' || layout || '_at'));
-        IF hook IS NULL OR NOT pg_catalog.has_function_privilege(hook, 'EXECUTE') THEN
-            RAISE EXCEPTION 'idfields: tick % of layout % is not the clock''s (%)',
-                now_tick, layout, clock_tick
-                USING ERRCODE = '22023',
-                HINT = 'Call idfields.next_<layout>(); a given tick is for the test hook '
-                       'idfields.next_<layout>_at(tick), which only its grantees may run.';
-        END IF;
     END IF;
     IF seq IS NULL THEN
         EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
@@ -544,7 +569,6 @@ CREATE OR REPLACE FUNCTION idfields.take_id_ranges(
     lease_ms bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
 ) RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     seq_mask bigint := (1::bigint << seq_bits) - 1;
@@ -571,24 +595,6 @@ BEGIN
 END
 $$;
 
--- take_id_ranges() as a set of IDs.
-CREATE OR REPLACE FUNCTION idfields.take_ids(
-    layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
-    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
-    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
-    lease_ms bigint, visible_lease regclass
-) RETURNS SETOF bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN QUERY SELECT pg_catalog.generate_series(r.first_id, r.last_id)
-        FROM idfields.take_id_ranges(layout, lease_key, n, epoch_us, unit_us, ts_bits,
-            ts_shift, wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed,
-            max_ahead, lease_ms, visible_lease) AS r;
-END
-$$;
-
 -- Everything but the hot path's common case, behind one call: the transaction's first ID
 -- (the switch is not set yet: it is set here when the session's claim holds), an ID in
 -- a new tick inside the validated window, and the slow path for anything else. PL/pgSQL, so
@@ -604,7 +610,6 @@ CREATE OR REPLACE FUNCTION idfields.time_next(
     lease_ms bigint, visible_lease regclass, top bigint
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     seq regclass := NULLIF(pg_catalog.current_setting('idfields.' || layout, true), '')::oid;
@@ -680,7 +685,6 @@ $$;
 CREATE OR REPLACE FUNCTION idfields."next_snowflake_tick"(now_tick bigint, visible_lease regclass)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
@@ -723,6 +727,77 @@ BEGIN
 END
 $$;
 
+-- What the public functions run as the functions' owner (SECURITY DEFINER): one function per
+-- layout and purpose, the layout's name, lease key and geometry written in. The caller hands
+-- them no geometry, lease key or tick, only the lease table its own search_path finds, which
+-- its search_path decides anyway; the internal functions above are revoked from PUBLIC. A tick
+-- is taken only by issue_<layout>_at(), the test hook's, revoked like the hook.
+CREATE OR REPLACE FUNCTION idfields.issue_snowflake(visible_lease regclass) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields."next_snowflake_tick"(NULL, visible_lease);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.issue_snowflake_at(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields."next_snowflake_tick"(now_tick, visible_lease);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.issue_snowflake_ranges(
+    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('snowflake',
+        'snowflake', n, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000,
+        2000, visible_lease) AS r;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.issue_traceid(visible_lease regclass) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_next('traceid', 'traceid', NULL, 0, 1000000, 25, 38, true, 22, 0,
+        65535, 22, 1, 0, 1, 5000, visible_lease, 0);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.issue_traceid_at(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_next('traceid', 'traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
+        65535, 22, 1, 0, 1, 5000, visible_lease, 0);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.issue_traceid_ranges(
+    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('traceid',
+        'traceid', n, 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
+        visible_lease) AS r;
+END
+$$;
+
 -- The hot paths: plain SQL that PostgreSQL inlines into the calling statement, as small as
 -- the common case allows. The candidate is currval() + 1 of this backend's temporary sequence
 -- (found through the transaction-local setting: NULL until the transaction's first call of
@@ -741,7 +816,7 @@ BEGIN ATOMIC
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
             'idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields."next_snowflake_tick"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.issue_snowflake_at(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 
@@ -755,7 +830,7 @@ BEGIN ATOMIC
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
             'idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields."next_snowflake_tick"(NULL, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields.issue_snowflake(pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 
@@ -770,8 +845,7 @@ BEGIN ATOMIC
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
             'idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('traceid', 'traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
-            65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.issue_traceid_at(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 
@@ -785,8 +859,7 @@ BEGIN ATOMIC
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
             'idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('traceid', 'traceid', NULL, 0, 1000000, 25, 38, true, 22, 0,
-            65535, 22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'), 0)
+        ELSE idfields.issue_traceid(pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 
@@ -794,15 +867,15 @@ END;
 CREATE OR REPLACE FUNCTION idfields.take_snowflake(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
 BEGIN ATOMIC
-    SELECT idfields.take_ids('snowflake', 'snowflake', n, 1704067200000000, 1000, 41, 22,
-        false, 12, 0, 1023, 12, 0, 0, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+    SELECT pg_catalog.generate_series(r.first_id, r.last_id)
+    FROM idfields.issue_snowflake_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 CREATE OR REPLACE FUNCTION idfields.take_traceid(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
 BEGIN ATOMIC
-    SELECT idfields.take_ids('traceid', 'traceid', n, 0, 1000000, 25, 38, true, 22, 0, 65535,
-        22, 1, 0, 1, 5000, pg_catalog.to_regclass('idfields_node_lease'));
+    SELECT pg_catalog.generate_series(r.first_id, r.last_id)
+    FROM idfields.issue_traceid_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 -- Bulk as ranges: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake_ranges(n)
@@ -812,9 +885,8 @@ CREATE OR REPLACE FUNCTION idfields.take_snowflake_ranges(
 ) RETURNS SETOF record
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
 BEGIN ATOMIC
-    SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('snowflake', 'snowflake', n,
-        1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000,
-        pg_catalog.to_regclass('idfields_node_lease')) AS r;
+    SELECT r.first_id, r.last_id
+    FROM idfields.issue_snowflake_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 CREATE OR REPLACE FUNCTION idfields.take_traceid_ranges(
@@ -822,16 +894,15 @@ CREATE OR REPLACE FUNCTION idfields.take_traceid_ranges(
 ) RETURNS SETOF record
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
 BEGIN ATOMIC
-    SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('traceid', 'traceid', n, 0,
-        1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
-        pg_catalog.to_regclass('idfields_node_lease')) AS r;
+    SELECT r.first_id, r.last_id
+    FROM idfields.issue_traceid_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 -- decimal: counter * 10^10 + generator_id * 10^5 + launch_id; counter 1..922337202. The
 -- temporary sequence holds the last ID; 'idfields.decimal' (transaction-local) = its OID;
 -- 'idfields.decimal_generator' (session) = generator_id * 10^5 + launch_id of the claim.
 CREATE OR REPLACE FUNCTION idfields.decimal_slow_path() RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -973,8 +1044,18 @@ BEGIN ATOMIC
         id / 10000000000 BETWEEN 1 AND 922337202;
 END;
 
--- The test hooks issue at any tick they are given: for the owner and its grantees only.
-REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid_at(bigint)
+-- The test hooks issue at any tick they are given: for the owner and its grantees only (a
+-- hook's grantee needs issue_<layout>_at too). The internal functions take any geometry, lease
+-- key and tick: for the owner only, who reaches them through the issue_* functions.
+REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid_at(bigint),
+    idfields.issue_snowflake_at(bigint, regclass), idfields.issue_traceid_at(bigint, regclass),
+    idfields."next_snowflake_tick"(bigint, regclass),
+    idfields.time_next(text, text, bigint, bigint, bigint, integer, integer, boolean, integer,
+        integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint),
+    idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer, integer, boolean,
+        integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
+    idfields.time_slow_path(text, text, bigint, bigint, bigint, integer, integer, boolean,
+        integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass)
     FROM PUBLIC;
 
 -- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
@@ -986,7 +1067,7 @@ REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid
 CREATE OR REPLACE FUNCTION idfields.node_holder_rows()
 RETURNS TABLE (layout text, node integer, kind text, host text, pid integer,
                since timestamptz, expires timestamptz, state text, holder text)
-LANGUAGE sql STABLE
+LANGUAGE sql STABLE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 SELECT l.layout::text, l.node,
@@ -1009,7 +1090,8 @@ FROM @lease_schema@.idfields_node_lease AS l
 $$;
 
 CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_holder_rows();
--- Every role that may read the lease table may read who holds which node.
+-- Every role that may use schema idfields may read who holds which node (node_holder_rows()
+-- reads the lease table as the owner).
 GRANT SELECT ON idfields.node_holders TO PUBLIC;
 
 -- The installed version, which the install operations read before replacing or dropping

@@ -6,7 +6,6 @@ SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 CREATE OR REPLACE FUNCTION idfields."next_sparse_tick"(now_tick bigint, visible_lease regclass)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
-SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
@@ -48,13 +47,45 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION idfields."issue_sparse"(visible_lease regclass) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields."next_sparse_tick"(NULL, visible_lease);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."issue_sparse_at"(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields."next_sparse_tick"(now_tick, visible_lease);
+END
+$$;
+REVOKE ALL ON FUNCTION idfields."issue_sparse_at"(bigint, regclass), idfields."next_sparse_tick"(bigint, regclass) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."issue_sparse_ranges"(
+    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT r.first_id, r.last_id
+    FROM idfields.take_id_ranges('sparse', 'sparse#dd74f73ed98f', n, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease) AS r;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION idfields."next_sparse_at"(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (now_tick << 4)) & -9223372036854775805) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        ELSE idfields."next_sparse_tick"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields."issue_sparse_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_sparse_at"(bigint) FROM PUBLIC;
@@ -65,14 +96,15 @@ BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() - 1704067200000) / 10) << 4)) & -9223372036854775805) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        ELSE idfields."next_sparse_tick"(NULL, pg_catalog.to_regclass('idfields_node_lease'))
+        ELSE idfields."issue_sparse"(pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_sparse"(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
 BEGIN ATOMIC
-    SELECT idfields.take_ids('sparse', 'sparse#dd74f73ed98f', n, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+    SELECT pg_catalog.generate_series(r.first_id, r.last_id)
+    FROM idfields."issue_sparse_ranges"(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_sparse_ranges"(
@@ -81,7 +113,7 @@ CREATE OR REPLACE FUNCTION idfields."take_sparse_ranges"(
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
 BEGIN ATOMIC
     SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('sparse', 'sparse#dd74f73ed98f', n, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, pg_catalog.to_regclass('idfields_node_lease')) AS r;
+    FROM idfields."issue_sparse_ranges"(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 CREATE OR REPLACE FUNCTION idfields."decode_sparse"(
@@ -110,5 +142,8 @@ DROP FUNCTION IF EXISTS idfields."take_sparse_ranges"(bigint);
 DROP FUNCTION IF EXISTS idfields."take_sparse"(bigint);
 DROP FUNCTION IF EXISTS idfields."next_sparse"();
 DROP FUNCTION IF EXISTS idfields."next_sparse_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."issue_sparse_ranges"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_sparse_at"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_sparse"(regclass);
 DROP FUNCTION IF EXISTS idfields."next_sparse_tick"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."decode_sparse"(bigint);

@@ -3,6 +3,38 @@ SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
+CREATE OR REPLACE FUNCTION idfields."issue_wrapping"(visible_lease regclass) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_next('wrapping', 'wrapping#5a22352cf624', NULL, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."issue_wrapping_at"(now_tick bigint, visible_lease regclass)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_next('wrapping', 'wrapping#5a22352cf624', now_tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
+END
+$$;
+REVOKE ALL ON FUNCTION idfields."issue_wrapping_at"(bigint, regclass) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."issue_wrapping_ranges"(
+    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
+) RETURNS SETOF record
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT r.first_id, r.last_id
+    FROM idfields.take_id_ranges('wrapping', 'wrapping#5a22352cf624', n, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease) AS r;
+END
+$$;
+
 CREATE OR REPLACE FUNCTION idfields."next_wrapping_at"(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
@@ -10,7 +42,7 @@ BEGIN ATOMIC
         WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((now_tick & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
             & -1024) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', now_tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
+        ELSE idfields."issue_wrapping_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 REVOKE ALL ON FUNCTION idfields."next_wrapping_at"(bigint) FROM PUBLIC;
@@ -22,14 +54,15 @@ BEGIN ATOMIC
         WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
             & -1024) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
-        ELSE idfields.time_next('wrapping', 'wrapping#5a22352cf624', NULL, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'), 281474976710656)
+        ELSE idfields."issue_wrapping"(pg_catalog.to_regclass('idfields_node_lease'))
     END;
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_wrapping"(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
 BEGIN ATOMIC
-    SELECT idfields.take_ids('wrapping', 'wrapping#5a22352cf624', n, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease'));
+    SELECT pg_catalog.generate_series(r.first_id, r.last_id)
+    FROM idfields."issue_wrapping_ranges"(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_wrapping_ranges"(
@@ -38,7 +71,7 @@ CREATE OR REPLACE FUNCTION idfields."take_wrapping_ranges"(
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
 BEGIN ATOMIC
     SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('wrapping', 'wrapping#5a22352cf624', n, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, pg_catalog.to_regclass('idfields_node_lease')) AS r;
+    FROM idfields."issue_wrapping_ranges"(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
 CREATE OR REPLACE FUNCTION idfields."decode_wrapping"(
@@ -77,5 +110,8 @@ DROP FUNCTION IF EXISTS idfields."take_wrapping_ranges"(bigint);
 DROP FUNCTION IF EXISTS idfields."take_wrapping"(bigint);
 DROP FUNCTION IF EXISTS idfields."next_wrapping"();
 DROP FUNCTION IF EXISTS idfields."next_wrapping_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."issue_wrapping_ranges"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_wrapping_at"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_wrapping"(regclass);
 DROP FUNCTION IF EXISTS idfields."decode_wrapping"(bigint, timestamptz);
 DROP FUNCTION IF EXISTS idfields."decode_wrapping"(bigint);
