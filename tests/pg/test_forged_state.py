@@ -9,7 +9,8 @@ import secrets
 import psycopg
 import pytest
 
-from tests.pg.conftest import Connect
+from tests.pg.conftest import Connect, install_layouts
+from tests.pg.sample_layouts import NARROW, WRAPPING
 
 SNOWFLAKE_GEOMETRY = "1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000"
 
@@ -125,3 +126,41 @@ def test_a_forged_geometry_issues_nothing_on_another_backends_node(
     on_node = [i for i in issued if (i >> 12) & 1023 == node and i >> 22 <= victim_ids[-1] >> 22]
     repeats = set(issued) & set(victim_ids)
     assert (len(repeats), len(on_node)) == (0, 0)
+
+
+# What a caller may hand a function it can run that reads or writes state (its input arguments,
+# which come first): a count, an ID, a reference time, the lease table its own search_path
+# finds. Never a layout, lease key, geometry or tick (an IMMUTABLE function, such as
+# lease_lock_key(layout), only computes).
+CALLER_ARGUMENTS = {"n", "id", "reference", "visible_lease"}
+CATALOG = """
+SELECT p.oid::regprocedure::text, l.lanname = 'sql', p.provolatile = 'i', p.prosecdef,
+    p.proconfig, coalesce(p.proargnames[1:p.pronargs], '{}'),
+    has_function_privilege(%s, p.oid, 'EXECUTE')
+FROM pg_proc AS p JOIN pg_language AS l ON l.oid = p.prolang
+WHERE p.pronamespace = 'idfields'::regnamespace
+"""
+
+
+@pytest.fixture
+def user_layouts(pg_kwargs: dict[str, object]) -> None:
+    install_layouts(pg_kwargs, NARROW, WRAPPING)
+
+
+@pytest.mark.usefixtures("user_layouts")
+def test_every_function_a_role_may_run_takes_nothing_forgeable(
+    connect: Connect, app_role: str
+) -> None:
+    """Over the catalog, built-in and user layouts alike: each function the app role may run
+    takes only caller arguments, and each that is not bound SQL runs as the owner under the
+    pinned search_path; the functions that take more are the owner's."""
+    rows = connect().execute(CATALOG, [app_role]).fetchall()
+    runnable = {name for name, *_, may in rows if may}
+    assert {"idfields.issue_narrow(regclass)", "idfields.take_wrapping(bigint)"} <= runnable
+    for name, is_sql, pure, definer, config, arguments, may in rows:
+        if may:
+            assert pure or set(arguments) <= CALLER_ARGUMENTS, name
+            assert is_sql or (definer, config) == (True, ["search_path=pg_catalog, pg_temp"]), name
+    owners_only = {name for name, *_, may in rows if not may}
+    internal = {"next_narrow_tick(bigint,regclass)", "issue_wrapping_at(bigint,regclass)"}
+    assert {f"idfields.{name}" for name in internal} <= owners_only
