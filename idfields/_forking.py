@@ -1,15 +1,27 @@
 """The one fork hook: objects holding per-process state (a node, a lock, an open file, a
-connection) are told in the child, before any other code of the child runs.
+connection) are told in the child, before any other code of ours runs there.
 
-``os.register_at_fork`` runs its callbacks in the child while only the forking thread exists,
-so a lock another thread held in the parent is replaced there, never waited on.
+Two ways in. Python's own fork (``os.fork``, multiprocessing, gunicorn) runs the
+``os.register_at_fork`` callbacks in the child while only the forking thread exists, so a lock
+another thread held in the parent is replaced there, never waited on. fork(2) called from C
+(ctypes, uWSGI preforking without ``py-call-osafterfork``, an extension) runs none of them: so
+every path of ours that issues an ID, or gives a node back, first calls :func:`adopt` (the slow
+paths) or reads :data:`live` (the pure-Python hot path), which see any fork, whoever called it.
+
+:data:`live` is a page the kernel zeroes in every child (``MADV_WIPEONFORK``, Linux 4.14+):
+``live[0]`` is 1 in a process whose hooks ran and 0 in a child until they have. Where the kernel
+has no such page it compares the pid instead (a system call on every read).
 """
 
 from __future__ import annotations
 
+import mmap
 import os
+import threading
 import weakref
 from typing import Protocol
+
+MADV_WIPEONFORK = 18  # linux/mman.h; Python's mmap module does not name it
 
 
 class Forkable(Protocol):
@@ -17,7 +29,33 @@ class Forkable(Protocol):
         """In the child: drop what belongs to the parent (node, lock, file, connection)."""
 
 
+class _PidMark:
+    """:data:`live` where the kernel cannot wipe a page on fork: ``[0]`` is whether this is
+    the process whose hooks ran."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+
+    def __getitem__(self, index: int) -> int:
+        return int(os.getpid() == self.pid)
+
+    def __setitem__(self, index: int, value: int) -> None:
+        self.pid = os.getpid()
+
+
+def _mark() -> mmap.mmap | _PidMark:
+    try:
+        page = mmap.mmap(-1, mmap.PAGESIZE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        page.madvise(MADV_WIPEONFORK)
+    except (AttributeError, OSError, ValueError):  # not Linux, or a kernel before 4.14
+        return _PidMark()
+    page[0] = 1
+    return page
+
+
+live = _mark()
 _tracked: weakref.WeakSet[Forkable] = weakref.WeakSet()
+_adoptions: dict[int, threading.Event] = {}  # pid -> set once its hooks ran (while they run)
 
 
 def track(owner: Forkable) -> None:
@@ -25,9 +63,29 @@ def track(owner: Forkable) -> None:
     _tracked.add(owner)
 
 
+def adopt() -> None:
+    """In a child forked from C, run every hook before going on (once per process: the first
+    caller runs them, other threads wait for it and try again if it failed); nothing to do
+    elsewhere."""
+    while not live[0]:
+        pid = os.getpid()
+        mine = threading.Event()
+        running = _adoptions.setdefault(pid, mine)  # atomic: one thread wins
+        if running is not mine:
+            running.wait()
+            continue
+        try:
+            if not live[0]:  # else another thread adopted between our look and our win
+                _after_fork_in_child()
+        finally:
+            mine.set()
+            del _adoptions[pid]  # a later child given this pid again must adopt too
+
+
 def _after_fork_in_child() -> None:
     for owner in list(_tracked):
         owner.forked()
+    live[0] = 1  # last: until here every hot path goes to a slow path, which waits in adopt()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

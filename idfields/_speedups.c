@@ -23,14 +23,31 @@
  * call(), which binds one), and slot.after_closed() when that source was closed under its feet
  * (GeneratorClosed): no Python frame of its own on the path of every row.
  *
- * No process-wide state: the native clock and the slow path's name live in the module's state.
- * The clock is a property that refuses deletion and non-callables, and is called through a
- * strong reference (it may replace itself while it runs).
+ * Forks: a child must never go on with its parent's counters. Python's own fork marks every
+ * generator stale through os.register_at_fork (idfields/_forking.py); fork(2) called from C
+ * (ctypes, uWSGI, an extension) runs no Python hook but always runs pthread_atfork's, which
+ * count forks_here. A core serves the fast path only while its own count equals it, that is in
+ * the process that last claimed a node for it (_own(), called by the slow path after the claim):
+ * in any child the first call goes to the slow path, which adopts the fork and claims anew or
+ * refuses. TimeCore compares after reading the clock, which may be Python code.
+ *
+ * Process-wide state: forks_here only (a fork is the process's). The native clock and the slow
+ * path's name live in the module's state. The clock is a property that refuses deletion and
+ * non-callables, and is called through a strong reference (it may replace itself while it runs).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <pthread.h>
 #include <time.h>
+
+/* Forks this process is removed from the first process that loaded the module (0 there). */
+static unsigned long forks_here = 0;
+static int counting_forks = 0;
+
+static void count_fork_in_child(void) {
+    forks_here += 1;
+}
 
 typedef struct {
     PyObject_HEAD
@@ -38,6 +55,7 @@ typedef struct {
     long long id;    /* the last ID issued */
     long long step;
     int busy;
+    unsigned long forks;  /* forks_here when this process last claimed a node for the core */
 } CounterCore;
 
 typedef struct {
@@ -134,7 +152,7 @@ static PyObject *CounterCore_call(PyObject *op, PyObject *args, PyObject *kwargs
     if (refuse_arguments(args, kwargs) < 0) {
         return NULL;
     }
-    if (!self->busy && self->left > 0) {
+    if (!self->busy && self->forks == forks_here && self->left > 0) {
         return next_in_block(self);
     }
     return slow_path(op);
@@ -152,7 +170,7 @@ static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     }
     /* No Python code runs from here until the return or the slow call: atomic under the GIL. */
     long long tick = floor_div(now - self->epoch_ns, self->unit_ns);
-    if (!core->busy) {
+    if (!core->busy && core->forks == forks_here) {
         if (tick > self->tick) {
             if (tick <= self->limit_tick) {
                 self->tick = tick;
@@ -235,6 +253,17 @@ static PyObject *TimeCore_new(PyTypeObject *type, PyObject *args, PyObject *kwar
     return (PyObject *)self;
 }
 
+static PyObject *CounterCore_own(PyObject *op, PyObject *unused) {
+    ((CounterCore *)op)->forks = forks_here;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef CounterCore_methods[] = {
+    {"_own", CounterCore_own, METH_NOARGS,
+     "After a node claim: the fast path may serve this process (not a child forked later)."},
+    {NULL},
+};
+
 static void CounterCore_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
     type->tp_free(self);
@@ -253,6 +282,7 @@ static PyType_Slot CounterCore_slots[] = {
     {Py_tp_doc, "Compiled hot path of CounterGenerator (see idfields/_speedups.c)."},
     {Py_tp_call, CounterCore_call},
     {Py_tp_members, CounterCore_members},
+    {Py_tp_methods, CounterCore_methods},
     {Py_tp_dealloc, CounterCore_dealloc},
     {0, NULL},
 };
@@ -431,6 +461,15 @@ static PyType_Spec SlotDefault_spec = {
 
 static int speedups_exec(PyObject *module) {
     ModuleState *state = (ModuleState *)PyModule_GetState(module);
+    if (!counting_forks) {  /* once per process, whatever number of (sub)interpreters load us */
+        int failed = pthread_atfork(NULL, NULL, count_fork_in_child);
+        if (failed) {
+            errno = failed;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        counting_forks = 1;
+    }
     PyObject *time_module = PyImport_ImportModule("time");
     if (time_module == NULL) {
         return -1;

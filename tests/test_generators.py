@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import multiprocessing
 import os
+import pickle
 import subprocess
 import sys
 import threading
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -167,6 +169,31 @@ def test_a_forked_child_of_a_static_node_refuses_instead_of_repeating(tmp_path: 
     text = message.read_text()
     assert "belongs to the parent process" in text and "IDFIELDS_NODE_ID" in text
     generator()  # the parent is unaffected
+
+
+# -- copies ----------------------------------------------------------------------------------------
+
+
+def _pickled(generator: object) -> object:
+    return pickle.loads(pickle.dumps(generator))
+
+
+@pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy, _pickled], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("layout", ["snowflake", "decimal"])
+@pytest.mark.parametrize("used", [False, True], ids=["unused", "used"])
+def test_a_generator_is_never_copied_into_a_second_issuer_of_its_node(
+    copier: Callable[[object], object], layout: str, used: bool
+) -> None:
+    """A copy would go on from the same counters on the same node: refused, with the way out."""
+    node = fresh_node()
+    source = StaticNode(generator_id=node, launch_id=1) if layout == "decimal" else StaticNode(node)
+    generator = make_generator(layout, source)
+    issued = [generator() for _ in range(5)] if used else []
+    with pytest.raises(TypeError, match="cannot be copied or pickled") as refused:
+        copier(generator)
+    assert "make_generator()" in str(refused.value)
+    issued += [generator() for _ in range(5)]
+    assert issued == sorted(set(issued))  # the original goes on
 
 
 # -- the clock -------------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ Ownership: a generator belongs to the process that created it, or that claimed a
 from a source serving many processes (a lease). A forked child's first call (the at-fork hook
 marks every generator stale, so even the compiled hot path goes to the lock) claims anew from
 such a source, and is refused when the node is fixed: it would continue the parent's sequence.
+A fork from C runs no hook of Python: every path that issues or gives a node back first calls
+``_forking.adopt()``, which runs the hooks then, and the hot paths see that fork by themselves
+(see ``idfields._forking`` and ``_hotpath``). A copy or a pickle would be a second issuer of the
+same node in one process: refused.
 
 One lock discipline: every state change (issue past the hot path, take, close, node claims and
 renewals) holds the lock and sets ``_busy``, which sends the compiled hot path (it reads and
@@ -21,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import NoReturn, Protocol, runtime_checkable
 
 from idfields import _forking, shutdown
 from idfields.errors import GeneratorClosed, ValueOutOfRange
@@ -37,6 +41,11 @@ from idfields.nodes import (
 )
 
 MAX_TAKE = 10_000_000
+_NO_COPY = (
+    "an ID generator cannot be copied or pickled: the copy would issue the same IDs as the "
+    "original, on the same node. Share the one generator (it is thread-safe), or make one per "
+    "process with make_generator() and a node source that gives each its own node (a lease)"
+)
 
 live_generators: weakref.WeakSet[IdGenerator] = weakref.WeakSet()
 
@@ -83,6 +92,7 @@ class IdGenerator:
     _step: int  # distance between consecutive IDs of one tick/block
     _per_block: int  # IDs per tick or block
     _node_base: int  # the node fields, constants and the sequence minimum, composed
+    _own: Callable[[], None]  # the hot path's (_hotpath): after a claim, it serves this process
 
     def __init__(
         self, layout: str | Layout, source: NodeSource | None = None, *, node: int | None = None
@@ -131,6 +141,7 @@ class IdGenerator:
         count = check_take_count(count)
         ids: list[int] = []
         step = self._step
+        _forking.adopt()
         with self._changing():
             while count:
                 self._ensure_room(count)
@@ -170,6 +181,7 @@ class IdGenerator:
         """Either hot path's way out: any ID but the plain next one, under the lock. It decides
         afresh here: a hot path's view (and a time generator's clock reading, which
         ``_ensure_room`` takes again) is old once another thread let go of the lock."""
+        _forking.adopt()
         with self._changing():
             self._ensure_room(1)
             self._left -= 1
@@ -184,6 +196,7 @@ class IdGenerator:
         """Give the node back to its source, saying how far it issued (so a later holder of the
         node starts after that). The generator is done: a later call raises NodeError, since
         the node's next holder may already be issuing from the fence written here."""
+        _forking.adopt()  # in a child forked from C: never give back the parent's node
         with self._changing():  # the hot path stops before the fence is read
             self._closed = True
             try:
@@ -193,9 +206,10 @@ class IdGenerator:
 
     def __del__(self) -> None:
         # A dropped generator frees its node; the release fences the node's next holder. Never
-        # raise from here: a lease that cannot be released lapses at its end all the same.
+        # raise from here: a lease that cannot be released lapses at its end all the same. In a
+        # child forked from C whose hooks have not run yet, the assignment is the parent's.
         assignment = getattr(self, "_assignment", None)
-        if assignment is not None and assignment.release is not None:
+        if assignment is not None and assignment.release is not None and _forking.live[0]:
             with contextlib.suppress(Exception):
                 assignment.release(self._issued_until_ns())
 
@@ -247,6 +261,7 @@ class IdGenerator:
         )
         self._assignment = assignment
         self._stale = False
+        self._own()
         if assignment.renew is not None:  # a lease: give it back on SIGTERM too, not only atexit
             shutdown.arm()
         return assignment
@@ -269,6 +284,15 @@ class IdGenerator:
             described = source.description if source else "the node from the environment"
             raise forked_child_error(described, self._owner_pid)
         self._owner_pid = pid
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(_NO_COPY)
+
+    def __copy__(self) -> NoReturn:
+        raise TypeError(_NO_COPY)
+
+    def __deepcopy__(self, memo: dict[int, object]) -> NoReturn:
+        raise TypeError(_NO_COPY)
 
     def forked(self) -> None:
         """In a child after fork (the at-fork hook): a new lock, and the parent's node is never

@@ -16,10 +16,19 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
+from idfields._forking import live
+
 
 class PureCounterCore:
     """Issue the next ID of the current block under the lock; leave the rest to the slow path
-    (a used-up block, a node to take, a closed or forked generator: ``_left`` is 0 then)."""
+    (a used-up block, a node to take, a closed or forked generator: ``_left`` is 0 then).
+
+    A fork that ran no hook of Python (fork(2) from C) leaves the parent's state here: the page
+    ``live`` says so (see ``idfields._forking``), read twice. Before the lock, since a lock some
+    thread of the parent held is never released in the child; and between the last call and the
+    state change, where no signal handler can run: one that forks there (from C or Python)
+    would give the child the parent's very ID.
+    """
 
     _lock: threading.Lock
     _left: int
@@ -29,16 +38,22 @@ class PureCounterCore:
     _locked_issue: Callable[[], int]  # the slow path, defined by IdGenerator
 
     def __call__(self) -> int:
+        if not live[0]:
+            return self._locked_issue()
         lock = self._lock  # acquire/release: cheaper than ``with`` on 3.11
         lock.acquire()
         try:
-            if self._left:
+            if self._left and live[0]:
                 self._left -= 1
                 self._id = issued = self._id + self._step
                 return issued
         finally:
             lock.release()
         return self._locked_issue()
+
+    def _own(self) -> None:
+        """After a node claim (the compiled core counts forks here; ``live`` does it for this
+        one, per process)."""
 
 
 class PureTimeCore(PureCounterCore):
@@ -66,11 +81,13 @@ class PureTimeCore(PureCounterCore):
     def __call__(self) -> int:
         # acquire/release: cheaper than ``with`` on 3.11; the window test replaces tick maths;
         # the clock as a local: ``self._clock()`` is a method lookup that does not specialise.
+        if not live[0]:
+            return self._locked_issue()
         lock = self._lock
         clock = self._clock
         lock.acquire()
         try:
-            if self._left and self._floor_ns <= clock() < self._end_ns:
+            if self._left and self._floor_ns <= clock() < self._end_ns and live[0]:
                 self._left -= 1
                 self._id = issued = self._id + self._step
                 return issued

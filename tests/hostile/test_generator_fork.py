@@ -2,14 +2,18 @@
 
 The node belongs to the process that created the generator (or claimed a node for it); a child
 that inherits it must take its own node from a lease source, or be refused, never share it.
+Each case runs with ``os.fork()`` and with fork(2) called from C (ctypes here; uWSGI's preforking
+and extensions do the same), which runs none of Python's ``os.register_at_fork`` hooks.
 """
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
 from array import array
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -21,9 +25,21 @@ from idfields.generators import IdGenerator
 pytestmark = pytest.mark.slow
 
 
-def _in_child(body: Callable[[], list[int]], out: Path) -> int:
+Fork = Callable[[], int]
+_libc_fork: Fork = ctypes.CDLL(None, use_errno=True).fork
+_libc_fork.restype = ctypes.c_int  # type: ignore[attr-defined]
+
+
+@pytest.fixture(params=["os.fork", "libc fork"])
+def fork(request: pytest.FixtureRequest) -> Fork:
+    """The fork primitive: Python's, or the C library's (no at-fork hook of Python runs)."""
+    return os.fork if request.param == "os.fork" else _libc_fork
+
+
+def _in_child(body: Callable[[], list[int]], out: Path, fork: Fork) -> int:
     """Fork; the child runs ``body`` and writes its IDs (or its NodeError) to ``out``."""
-    pid = os.fork()
+    pid = fork()
+    assert pid >= 0, os.strerror(ctypes.get_errno())
     if pid == 0:  # pragma: no cover - runs in the child
         code = 1
         try:
@@ -53,14 +69,14 @@ def env_node(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
 
 @pytest.mark.parametrize("how", ["node=", "IDFIELDS_NODE_ID"])
 def test_a_fixed_node_made_before_fork_and_first_used_after_is_never_shared(
-    how: str, tmp_path: Path, env_node: int
+    how: str, tmp_path: Path, env_node: int, fork: Fork
 ) -> None:
     if how == "node=":
         generator = make_generator("snowflake", node=fresh_node())
     else:
         generator = make_generator("snowflake")
     out = tmp_path / "child"
-    pid = _in_child(lambda: generator.take(300_000), out)
+    pid = _in_child(lambda: generator.take(300_000), out, fork)
     parent = generator.take(300_000)
     assert os.waitpid(pid, 0)[1] == 0
     child = _child_ids(out)
@@ -71,11 +87,13 @@ def test_a_fixed_node_made_before_fork_and_first_used_after_is_never_shared(
     assert generator.take(10)[0] > parent[-1]  # the parent keeps its node
 
 
-def test_a_decimal_block_in_use_before_fork_is_never_continued_by_the_child(tmp_path: Path) -> None:
+def test_a_decimal_block_in_use_before_fork_is_never_continued_by_the_child(
+    tmp_path: Path, fork: Fork
+) -> None:
     generator = make_generator("decimal", StaticNode(generator_id=fresh_node(), launch_id=1))
     parent = [generator()]  # the block in use: its next 922 million IDs are the parent's
     out = tmp_path / "child"
-    pid = _in_child(lambda: [generator() for _ in range(1000)], out)  # the single-call hot path
+    pid = _in_child(lambda: [generator() for _ in range(1000)], out, fork)  # the hot path
     parent += [generator() for _ in range(1000)]
     assert os.waitpid(pid, 0)[1] == 0
     assert _child_ids(out) == []
@@ -121,11 +139,85 @@ class PerProcess:
         return Assignment({layout.node_fields[0].name: node})
 
 
-def test_a_lease_source_made_before_fork_claims_anew_in_the_child(tmp_path: Path) -> None:
+def test_a_lease_source_made_before_fork_claims_anew_in_the_child(
+    tmp_path: Path, fork: Fork
+) -> None:
     generator = make_generator("snowflake", PerProcess())
     out = tmp_path / "child"
-    pid = _in_child(lambda: generator.take(100_000), out)
+    pid = _in_child(lambda: generator.take(100_000), out, fork)
     parent = generator.take(100_000)
     assert os.waitpid(pid, 0)[1] == 0
     child = _child_ids(out)
     assert len(child) == 100_000 and not set(parent) & set(child)
+
+
+def test_a_tick_in_use_before_fork_is_never_continued_by_the_child(
+    tmp_path: Path, fork: Fork
+) -> None:
+    """Single calls on both sides (the hot path): the child never issues the rest of the tick
+    (or the next ticks) on the parent's node, nor on the node the parent takes next."""
+    generator = make_generator("snowflake", PerProcess())
+    parent = [generator() for _ in range(10)]  # the tick in use has its sequence left
+    out = tmp_path / "child"
+    pid = _in_child(lambda: [generator() for _ in range(200_000)], out, fork)
+    parent += [generator() for _ in range(200_000)]
+    assert os.waitpid(pid, 0)[1] == 0
+    child = _child_ids(out)
+    duplicates = len(set(parent) & set(child))
+    assert len(child) == 200_000 and duplicates == 0, f"{duplicates:,} duplicates"
+
+
+def test_threads_of_a_child_racing_to_its_first_id_never_repeat(tmp_path: Path, fork: Fork) -> None:
+    """The child's first IDs, from 8 threads at once: one claim, no ID of the parent's node."""
+    generator = make_generator("snowflake", PerProcess())
+    parent = generator.take(10)
+
+    def in_threads() -> list[int]:
+        with ThreadPoolExecutor(8) as pool:
+            batches = list(pool.map(lambda _: [generator() for _ in range(20_000)], range(8)))
+        return [value for batch in batches for value in batch]
+
+    out = tmp_path / "child"
+    pid = _in_child(in_threads, out, fork)
+    parent += [generator() for _ in range(100_000)]
+    assert os.waitpid(pid, 0)[1] == 0
+    child = _child_ids(out)
+    assert len(child) == len(set(child)) == 160_000
+    duplicates = len(set(parent) & set(child))
+    assert duplicates == 0, f"{duplicates:,} duplicates"
+
+
+class Releases(PerProcess):
+    """:class:`PerProcess` that records, in memory shared with children, who released a node."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released_by = multiprocessing.get_context("fork").Array("i", 8)
+
+    def acquire(self, layout: Layout) -> Assignment:
+        claimed = super().acquire(layout)
+
+        def release(issued_until_ns: int) -> None:
+            with self.released_by.get_lock():
+                self.released_by[claimed.values["node"]] = os.getpid()
+
+        return Assignment(claimed.values, release=release)
+
+
+def test_a_child_closing_its_inherited_generator_never_frees_the_parents_node(
+    tmp_path: Path, fork: Fork
+) -> None:
+    """close() in the child (as its atexit does): the parent's lease stays the parent's."""
+    source = Releases()
+    generator = make_generator("snowflake", source)
+    generator()  # the parent holds node 1
+
+    def close() -> list[int]:
+        generator.close()
+        return []
+
+    pid = _in_child(close, tmp_path / "child", fork)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert source.released_by[1] == 0, f"pid {source.released_by[1]} freed the parent's node"
+    generator.close()
+    assert source.released_by[1] == os.getpid()
