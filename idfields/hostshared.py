@@ -143,6 +143,7 @@ class HostSharedGenerator:
         return {self.layout.node_fields[0].name: self._node}
 
     def __call__(self) -> int:
+        _forking.adopt()  # a child forked from C must open the file again before the lock
         with self._lock:
             position = self._reserve(1)[0]
         tick, index = divmod(position, self._per_tick)
@@ -153,6 +154,7 @@ class HostSharedGenerator:
         to ``max_skew``, in as many rounds as that takes)."""
         count = check_take_count(count)
         ids: list[int] = []
+        _forking.adopt()
         while len(ids) < count:
             with self._lock:
                 first, got = self._reserve(count - len(ids))
@@ -336,6 +338,7 @@ class HostSharedGenerator:
 
     def close(self) -> None:
         """Close the file (the shared state stays); a later call reopens it."""
+        _forking.adopt()
         with self._lock:
             self._drop()
 

@@ -21,6 +21,7 @@ from generator_support import fresh_node
 
 from idfields import Assignment, Layout, NodeError, StaticNode, make_generator
 from idfields.generators import IdGenerator
+from idfields.hostshared import HostSharedGenerator
 
 pytestmark = pytest.mark.slow
 
@@ -221,3 +222,19 @@ def test_a_child_closing_its_inherited_generator_never_frees_the_parents_node(
     assert source.released_by[1] == 0, f"pid {source.released_by[1]} freed the parent's node"
     generator.close()
     assert source.released_by[1] == os.getpid()
+
+
+def test_a_host_shared_generator_in_use_before_fork_never_repeats(
+    tmp_path: Path, fork: Fork
+) -> None:
+    """Parent and child at once on one state file: ``flock`` belongs to the open file, so the
+    child must open its own before issuing, or both hold the lock at the same time."""
+    generator = HostSharedGenerator("snowflake", node=fresh_node(), path=tmp_path / "state")
+    parent = [generator()]  # the file is open, and locked by this open file on every call
+    out = tmp_path / "child"
+    pid = _in_child(lambda: [generator() for _ in range(100_000)], out, fork)
+    parent += [generator() for _ in range(100_000)]
+    assert os.waitpid(pid, 0)[1] == 0
+    child = _child_ids(out)
+    duplicates = len(set(parent) & set(child))
+    assert len(child) == 100_000 and duplicates == 0, f"{duplicates:,} duplicates"
