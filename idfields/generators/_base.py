@@ -209,7 +209,7 @@ class IdGenerator:
         # raise from here: a lease that cannot be released lapses at its end all the same. In a
         # child forked from C whose hooks have not run yet, the assignment is the parent's.
         assignment = getattr(self, "_assignment", None)
-        if assignment is not None and assignment.release is not None and _forking.live[0]:
+        if assignment is not None and assignment.release is not None and _forking.live[()]:
             with contextlib.suppress(Exception):
                 assignment.release(self._issued_until_ns())
 

@@ -38,12 +38,12 @@ class PureCounterCore:
     _locked_issue: Callable[[], int]  # the slow path, defined by IdGenerator
 
     def __call__(self) -> int:
-        if not live[0]:
+        if not live[()]:
             return self._locked_issue()
         lock = self._lock  # acquire/release: cheaper than ``with`` on 3.11
         lock.acquire()
         try:
-            if self._left and live[0]:
+            if self._left and live[()]:
                 self._left -= 1
                 self._id = issued = self._id + self._step
                 return issued
@@ -81,13 +81,13 @@ class PureTimeCore(PureCounterCore):
     def __call__(self) -> int:
         # acquire/release: cheaper than ``with`` on 3.11; the window test replaces tick maths;
         # the clock as a local: ``self._clock()`` is a method lookup that does not specialise.
-        if not live[0]:
+        if not live[()]:
             return self._locked_issue()
         lock = self._lock
         clock = self._clock
         lock.acquire()
         try:
-            if self._left and self._floor_ns <= clock() < self._end_ns and live[0]:
+            if self._left and self._floor_ns <= clock() < self._end_ns and live[()]:
                 self._left -= 1
                 self._id = issued = self._id + self._step
                 return issued

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from generator_support import fresh_node
 
-from idfields import Assignment, Layout, NodeError, StaticNode, make_generator
+from idfields import Assignment, Layout, NodeError, StaticNode, _forking, make_generator
 from idfields.generators import IdGenerator
 from idfields.hostshared import HostSharedGenerator
 
@@ -238,3 +238,16 @@ def test_a_host_shared_generator_in_use_before_fork_never_repeats(
     child = _child_ids(out)
     duplicates = len(set(parent) & set(child))
     assert len(child) == 100_000 and duplicates == 0, f"{duplicates:,} duplicates"
+
+
+@pytest.mark.parametrize("mark", ["wiped page", "pid"])
+def test_the_fork_mark_is_false_in_every_child_until_its_hooks_ran(
+    mark: str, tmp_path: Path, fork: Fork
+) -> None:
+    """``_forking.live``, and its stand-in where the kernel wipes no page: what both hot paths'
+    fork check reads in the pure core."""
+    live = _forking.live if mark == "wiped page" else _forking._PidMark()
+    out = tmp_path / "child"
+    pid = _in_child(lambda: [int(live[()])], out, fork)
+    assert os.waitpid(pid, 0)[1] == 0
+    assert live[()] and _child_ids(out) == [0 if mark == "pid" or fork is _libc_fork else 1]
