@@ -209,9 +209,10 @@ class IdGenerator:
         # raise from here: a lease that cannot be released lapses at its end all the same. In a
         # child forked from C whose hooks have not run yet, the assignment is the parent's.
         assignment = getattr(self, "_assignment", None)
-        if assignment is not None and assignment.release is not None and _forking.live[()]:
-            with contextlib.suppress(Exception):
-                assignment.release(self._issued_until_ns())
+        if assignment is not None and assignment.release is not None:
+            with contextlib.suppress(Exception):  # at exit, even _forking may be gone
+                if _forking.live[()]:
+                    assignment.release(self._issued_until_ns())
 
     def _mark_stale(self) -> None:
         """Send the next call down the slow path, which takes a node before issuing."""

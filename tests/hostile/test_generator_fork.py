@@ -9,6 +9,7 @@ and extensions do the same), which runs none of Python's ``os.register_at_fork``
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 from array import array
@@ -205,22 +206,28 @@ class Releases(PerProcess):
         return Assignment(claimed.values, release=release)
 
 
-def test_a_child_closing_its_inherited_generator_never_frees_the_parents_node(
-    tmp_path: Path, fork: Fork
+@pytest.mark.parametrize("how", ["close()", "dropped"])
+def test_a_child_ending_its_inherited_generator_never_frees_the_parents_node(
+    how: str, tmp_path: Path, fork: Fork
 ) -> None:
-    """close() in the child (as its atexit does): the parent's lease stays the parent's."""
+    """close() in the child (as its atexit does), or the child dropping it: the parent's lease
+    stays the parent's."""
     source = Releases()
-    generator = make_generator("snowflake", source)
-    generator()  # the parent holds node 1
+    held = [make_generator("snowflake", source)]
+    held[0]()  # the parent holds node 1
 
-    def close() -> list[int]:
-        generator.close()
+    def end() -> list[int]:
+        if how == "close()":
+            held[0].close()
+        else:
+            held.clear()
+            gc.collect()
         return []
 
-    pid = _in_child(close, tmp_path / "child", fork)
+    pid = _in_child(end, tmp_path / "child", fork)
     assert os.waitpid(pid, 0)[1] == 0
     assert source.released_by[1] == 0, f"pid {source.released_by[1]} freed the parent's node"
-    generator.close()
+    held[0].close()
     assert source.released_by[1] == os.getpid()
 
 
