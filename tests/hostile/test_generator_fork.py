@@ -12,13 +12,15 @@ import ctypes
 import gc
 import multiprocessing
 import os
+import signal
+import time
 from array import array
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from generator_support import fresh_node
+from generator_support import START_NS, fresh_node
 
 from idfields import Assignment, Layout, NodeError, StaticNode, _forking, make_generator
 from idfields.generators import IdGenerator
@@ -258,3 +260,70 @@ def test_the_fork_mark_is_false_in_every_child_until_its_hooks_ran(
     pid = _in_child(lambda: [int(live[()])], out, fork)
     assert os.waitpid(pid, 0)[1] == 0
     assert live[()] and _child_ids(out) == [0 if mark == "pid" or fork is _libc_fork else 1]
+
+
+class ForkingClock:
+    """A clock that stands still (so the call in which it forks is in the tick in use) and forks
+    once when armed: a fork in the middle of a call, between the clock read and the ID, as a
+    signal handler that forks (from C or Python) would make."""
+
+    def __init__(self, fork: Fork) -> None:
+        self.fork = fork
+        self.armed = False
+        self.pid: int | None = None
+
+    def __call__(self) -> int:
+        if self.armed:
+            self.armed = False
+            self.pid = self.fork()
+        return START_NS
+
+
+def test_a_fork_in_the_middle_of_a_call_never_gives_the_child_that_calls_id(
+    tmp_path: Path, fork: Fork
+) -> None:
+    clock = ForkingClock(fork)
+    generator = make_generator("snowflake", PerProcess(), clock=clock)
+    generator()  # the node is claimed and the tick in use: the next call takes the hot path
+    clock.armed = True
+    issued = [generator()]  # forks inside; both processes return from this call
+    out = tmp_path / "child"
+    if clock.pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            out.write_bytes(array("q", issued + [generator() for _ in range(1000)]).tobytes())
+            code = 0
+        finally:
+            os._exit(code)
+    assert clock.pid is not None and clock.pid > 0
+    issued += [generator() for _ in range(1000)]
+    assert os.waitpid(clock.pid, 0)[1] == 0
+    child = _child_ids(out)
+    duplicates = len(set(issued) & set(child))
+    assert len(child) == 1001 and duplicates == 0, f"{duplicates:,} duplicates"
+
+
+def test_a_lock_held_in_the_parent_at_the_fork_never_hangs_the_child(
+    tmp_path: Path, fork: Fork
+) -> None:
+    """The generator's lock is held at the fork, as by a thread of the parent inside a call:
+    no thread of the child ever releases it, so the child must not wait for it."""
+    generator = make_generator("snowflake", PerProcess())
+    parent = [generator()]
+    out = tmp_path / "child"
+    generator._lock.acquire()  # not reentrant: the forking thread holds it as another would
+    try:
+        pid = _in_child(lambda: [generator() for _ in range(1000)], out, fork)
+    finally:
+        generator._lock.release()
+    parent += [generator() for _ in range(1000)]
+    deadline = time.monotonic() + 60  # a bound for a hang, not a speed: the child needs ms
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0:
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            pytest.fail("the child waited for a lock no thread of it will release")
+        time.sleep(0.01)
+    assert done[1] == 0
+    child = _child_ids(out)
+    assert len(child) == 1000 and not set(parent) & set(child)
