@@ -14,7 +14,8 @@ An app holder names itself ``host:pid:place:start:token``:
 - ``token`` is 64 random bits drawn for every claim: the holder string names one claim, so the
   claim's compare-and-set can match it (invariant L2 of docs/explanation/lease-protocol.md).
 
-Database backends name themselves ``pg:<pid>:<backend start ms>``.
+Database backends name themselves ``pg:<pid>:<backend start ms>``, the start empty where the
+backend's current role may not read it.
 
 :meth:`Holder.provably_dead` is invariant L3: a holder is dead only when it is an app process of
 this host, boot, PID namespace and time namespace, and its pid is gone (``kill(pid, 0)`` says no

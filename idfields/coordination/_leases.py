@@ -39,7 +39,9 @@ its own transaction, and skips a node a backend holds.
 
 On PostgreSQL every claim stays inside the database's node range (``idfields.node_range()``,
 set when the SQL functions are installed; every node when they are not), and starts after its
-fence: databases given disjoint ranges never issue the same ID.
+fence: databases given disjoint ranges never issue the same ID. It also starts at the node's
+durable fence at the earliest (a sequence ``idfields.fence_<n>``): what a backend issued past a
+lease row that a rollback took back (D7 of docs/explanation/lease-protocol-database.md).
 
 A database error backs the source off (0.1 s, doubling up to 10 s) before its next attempt, so
 a generator that lost its lease during an outage retries instead of hammering the database or
@@ -267,12 +269,15 @@ class LeaseSource:
         self, layout: str, node: int, old: _Row | None, holder: str, now: int, fence: int
     ) -> _Lease | None:
         """Take ``node`` if its row is still ``old`` as read (L2: ``holder`` names one claim, so
-        no later write can look like it); the new holder is fenced after the old row's expiry
-        and ``fence`` (L4)."""
+        no later write can look like it); the new holder is fenced after the old row's expiry,
+        ``fence`` (L4) and the node's durable fence, which covers what a backend issued past a
+        lease row that a rollback took back. A node whose durable fence is further ahead than
+        a generator's run-ahead is left (L5)."""
         expires = now + self._ttl_ms
-        with self._no_backend_on(layout, node) as free:
-            if not free:
+        with self._no_backend_on(layout, node) as durable:
+            if durable is None or durable > now + CLAIM_AHEAD_MS:
                 return None
+            fence = max(fence, durable)
             if old is None:
                 won = insert_if_absent(
                     self._database,
@@ -297,18 +302,40 @@ class LeaseSource:
         return _Lease(self, layout, node, holder, now, expires, max(old_expiry, fence), reclaimed)
 
     @contextmanager
-    def _no_backend_on(self, layout: str, node: int) -> Iterator[bool]:
-        """Whether no database backend holds ``node``; on PostgreSQL a transaction around the
-        claim that holds the node's advisory lock, so no backend claims it meanwhile (L8)."""
+    def _no_backend_on(self, layout: str, node: int) -> Iterator[int | None]:
+        """None when a database backend holds ``node``; else the node's durable fence (unix ms,
+        0 for none). On PostgreSQL a transaction around the claim holds the node's advisory
+        lock, so no backend claims it meanwhile (L8), and every fence a backend wrote for it
+        is in place once the lock is ours (D7 of lease-protocol-database.md)."""
         if self._database.vendor != "postgresql":
-            yield True
+            yield 0
             return
         with self._database.atomic():
-            locked = self._database.execute(
-                "SELECT pg_try_advisory_xact_lock(CAST(%s AS integer), CAST(%s AS integer))",
-                [lease_lock_key(layout), node],
-            ).rows
-            yield bool(locked[0][0])
+            locked, readable = self._database.execute(
+                "SELECT pg_try_advisory_xact_lock(CAST(%s AS integer), CAST(%s AS integer)), "
+                "(SELECT pg_catalog.has_schema_privilege(n.oid, 'USAGE') "
+                "AND pg_catalog.has_sequence_privilege(c.oid, 'SELECT') "
+                "FROM pg_catalog.pg_class AS c "
+                "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = 'idfields' AND c.relname = %s)",
+                [lease_lock_key(layout), node, _fence_sequence(layout, node)],
+            ).rows[0]
+            if not locked:
+                yield None
+            elif readable is None:  # the database functions are not installed
+                yield 0
+            elif not readable:
+                raise NodeError(
+                    "this role may not read the nodes' durable fences (what database backends "
+                    "issued past a lease row that a rollback took back), so it cannot claim a "
+                    "node safely: GRANT USAGE ON SCHEMA idfields TO the application's role"
+                )
+            else:
+                durable = self._database.execute(
+                    "SELECT COALESCE(pg_catalog.pg_sequence_last_value(CAST(%s AS regclass)), 0)",
+                    [f"idfields.{_fence_sequence(layout, node)}"],
+                ).rows
+                yield int(durable[0][0])
 
     def _holder_name(self) -> str:
         return check_length("lease holder", _holders.this_process(self._holder), 255)
@@ -478,6 +505,12 @@ def lease_lock_key(lease_key: str) -> int:
     computes it (31 bits of md5), so a claim can skip nodes held by backends without them."""
     digest = hashlib.md5(f"idfields_node_lease:{lease_key}".encode(), usedforsecurity=False)
     return int.from_bytes(digest.digest()[:4], "big") & 0x7FFF_FFFF
+
+
+def _fence_sequence(lease_key: str, node: int) -> str:
+    """The sequence in schema idfields that holds the node's durable fence, as the SQL
+    functions' fence_bucket() names it: 1,024 of them, shared by nodes and layouts alike."""
+    return f"fence_{(lease_lock_key(lease_key) + node) % 1024}"
 
 
 def _live_backends(database: Database, rows: list[_Row]) -> set[int] | None:

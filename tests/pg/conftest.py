@@ -21,7 +21,7 @@ from psycopg import sql as pgsql
 from schema_ddl import create_tables
 
 from idfields import sql
-from idfields.layouts import Layout
+from idfields.layouts import SNOWFLAKE_EPOCH, Layout, Node, Sequence, Timestamp
 from idfields.sql.layouts import render_layout_function
 
 TABLES = ";\n".join(create_tables("postgresql")) + ";"
@@ -172,6 +172,28 @@ def single_row_inserts(conn: psycopg.Connection[Any], count: int) -> None:
     assert conn.execute(pgsql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (count,)
 
 
+def install_as_plain_owner(
+    admin: psycopg.Connection[Any], database: str, owner: str, *, reads_stats: bool
+) -> None:
+    """Install the functions as ``owner``, a new role that is no superuser, with the table grants
+    the owner needs (and ``pg_read_all_stats`` when ``reads_stats``); PUBLIC loses TEMPORARY on
+    ``database`` (give it back afterwards)."""
+    names = {"d": pgsql.Identifier(database), "o": pgsql.Identifier(owner)}
+    admin.execute(pgsql.SQL("CREATE ROLE {o}").format(**names))
+    for grant in (
+        "GRANT CREATE ON DATABASE {d} TO {o}",
+        "GRANT SELECT, INSERT, UPDATE ON idfields_node_lease, idfields_counter TO {o}",
+        "GRANT SELECT ON idfields_launch TO {o}",
+        "GRANT TEMPORARY ON DATABASE {d} TO {o}",
+        "REVOKE TEMPORARY ON DATABASE {d} FROM PUBLIC",
+        *(["GRANT pg_read_all_stats TO {o}"] if reads_stats else []),
+    ):
+        admin.execute(pgsql.SQL(grant).format(**names))
+    admin.execute(pgsql.SQL("SET ROLE {o}").format(**names))
+    admin.execute(sql.load(sql.VERSION).encode())
+    admin.execute("RESET ROLE")
+
+
 @pytest.fixture
 def empty_database(postgres_url: str) -> Iterator[DbUrl]:
     """A new database on the test server holding only the idfields tables (dropped afterwards):
@@ -207,6 +229,21 @@ def fill_but(admin: psycopg.Connection[Any], free: dict[int, int]) -> None:
             "WHERE layout = 'snowflake' AND node = %s",
             [expires, node],
         )
+
+
+@pytest.fixture
+def one_node(connect: Connect) -> Iterator[Layout]:
+    """A user layout of one node (every claim lands on node 0), its functions installed."""
+    layout = Layout(
+        f"fence_{secrets.token_hex(4)}",
+        [Timestamp(41, epoch=SNOWFLAKE_EPOCH), Node(10, maximum=0), Sequence(12)],
+    )
+    create, drop = render_layout_function(layout)
+    admin = connect()
+    admin.execute(create.encode())
+    yield layout
+    admin.execute(drop.encode())
+    admin.execute("DELETE FROM idfields_node_lease WHERE layout = %s", [layout.lease_key])
 
 
 # The throwaway pair's settings: small, and two-phase commit on (a standby needs at least its

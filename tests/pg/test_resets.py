@@ -4,6 +4,7 @@ one node, not one per reset, and no ID repeats (lease-protocol invariants D2 and
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -11,9 +12,18 @@ from typing import Any
 import psycopg
 import pytest
 from databases import DbUrl
+from psycopg import sql as pgsql
 
+from idfields.layouts import Layout
 from tests.pg import pgbouncer
-from tests.pg.conftest import Connect, fill_but, run_in_threads
+from tests.pg.conftest import (
+    Connect,
+    drop_role,
+    fill_but,
+    grant_as_documented,
+    install_as_plain_owner,
+    run_in_threads,
+)
 
 RESETS = 1_000
 # PgBouncer 1.18 on the CI machine stops accepting after about 230 connections in a row;
@@ -111,6 +121,74 @@ def test_pooled_clients_through_one_backend_use_one_node(
         assert backend_nodes(admin, pid) == 1
     finally:
         connect().execute("DROP TABLE IF EXISTS pooled_rows")
+
+
+def test_pooled_clients_under_another_role_use_one_node(
+    session_bouncer: Any, empty_database: DbUrl
+) -> None:
+    """100 clients through session-mode PgBouncer, each switching to a role with the documented
+    grants (SET ROLE) before its insert; DISCARD ALL between them. The functions' owner is no
+    superuser and may not read the sessions' start times. The backend knows its own lease row
+    by its pid: one node (with a holder that named the transaction where the start was
+    unreadable: a node per client, 100)."""
+    database = empty_database.database
+    owner, role = (f"idfields_{kind}_{secrets.token_hex(3)}" for kind in ("owner", "tenant"))
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
+        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+        try:
+            install_as_plain_owner(admin, database, owner, reads_stats=False)
+            grant_as_documented(admin, role, database)
+            admin.execute(
+                "CREATE TABLE pooled_rows (id bigint PRIMARY KEY "
+                "DEFAULT idfields.next_snowflake(), backend integer)"
+            )
+            admin.execute(pgsql.SQL("GRANT INSERT ON pooled_rows TO {}").format(
+                pgsql.Identifier(role)))  # fmt: skip
+            through = session_bouncer.url.with_database(database).psycopg_kwargs()
+            for _ in range(CLIENTS):
+                with psycopg.connect(**through, autocommit=True, prepare_threshold=None) as client:
+                    client.execute(pgsql.SQL("SET ROLE {}").format(pgsql.Identifier(role)))
+                    client.execute("INSERT INTO pooled_rows (backend) VALUES (pg_backend_pid())")
+            rows = admin.execute(
+                "SELECT count(DISTINCT id), count(DISTINCT (id >> 12) & 1023), "
+                "count(DISTINCT backend), min(backend) FROM pooled_rows"
+            ).fetchone()
+            assert rows is not None
+            distinct, nodes, backends, pid = rows
+            assert (distinct, backends) == (CLIENTS, 1)
+            assert nodes == 1
+            assert backend_nodes(admin, pid) == 1
+        finally:
+            session_bouncer.stop()  # its server connection ends, with the owner's temp objects
+            admin.execute(
+                "SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            admin.execute(pgsql.SQL("GRANT TEMPORARY ON DATABASE {} TO PUBLIC").format(
+                pgsql.Identifier(database)))  # fmt: skip
+            drop_role(admin, role)
+            admin.execute("DROP TABLE IF EXISTS pooled_rows")
+            admin.execute("DROP SCHEMA IF EXISTS idfields CASCADE")
+            drop_role(admin, owner)
+
+
+def test_an_app_holder_on_a_host_named_pg_is_never_taken_for_the_backends_own(
+    connect: Connect, one_node: Layout
+) -> None:
+    """An app process on a host named ``pg`` whose pid equals the backend's writes a holder
+    that starts like the backend's: the backend's re-take after a reset leaves it alone."""
+    conn = connect(prepare_threshold=None)
+    pid = conn.info.backend_pid
+    connect().execute(
+        "INSERT INTO idfields_node_lease (layout, node, holder, acquired_at_ms, expires_at_ms) "
+        "VALUES (%s, 0, %s, 0, %s)",
+        [one_node.lease_key, f"pg:{pid}:0a1b2c3d-4026531836-4026531834:1234:0123456789", 2**62],
+    )
+    function = pgsql.Identifier(f"next_{one_node.name}")
+    for _ in range(2):
+        with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="no free"):
+            conn.execute(pgsql.SQL("SELECT idfields.{}()").format(function))
+        conn.execute("DISCARD ALL")
 
 
 def test_a_backend_killed_half_way_through_a_claim_leaves_nothing_behind(connect: Connect) -> None:

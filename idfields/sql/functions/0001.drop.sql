@@ -34,6 +34,16 @@ DROP FUNCTION IF EXISTS idfields.node_range();
 DROP FUNCTION IF EXISTS idfields.time_slow_path(text, text, bigint, bigint, bigint, integer,
     integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
     regclass);
+DROP FUNCTION IF EXISTS idfields.raise_node_fence(integer, bigint);
+DROP FUNCTION IF EXISTS idfields.node_fence_ms(integer, integer);
+DROP FUNCTION IF EXISTS idfields.fence_bucket(integer, integer);
+DO $fences$
+BEGIN
+    FOR bucket IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('DROP SEQUENCE IF EXISTS idfields.%I', 'fence_' || bucket);
+    END LOOP;
+END
+$fences$;
 DROP FUNCTION IF EXISTS idfields.clock_us();
 DROP FUNCTION IF EXISTS idfields.clock_ms();
 DROP FUNCTION IF EXISTS idfields.backend_holder();

@@ -10,14 +10,22 @@
 -- idfields_node_lease the way the app does (a row whose expires_at_ms has passed, or a node
 -- never used; the new holder starts strictly after the old expires_at_ms), holding a
 -- session-level advisory lock (idfields.lease_lock_key(lease key), node) while it uses the node.
--- The row says holder = 'pg:<pid>:<backend start, unix ms>', and expires_at_ms is the backend's
+-- The row says holder = 'pg:<pid>:<backend start, unix ms>' (the start empty where the role may
+-- not read it; a backend knows its rows by the pid alone), and expires_at_ms is the backend's
 -- promise: it issues no tick past its limit (the promise less a margin, leading the clock by an
 -- eighth of a lease) and renews it (UPDATE of its own row) when it reaches that limit, so the
--- promise stays most of a lease ahead. App-side claimers need no change: a live backend's row is
--- unexpired like a live process's. Claims never wait: nodes another backend holds are skipped
--- (advisory try-lock), rows another transaction locked are skipped (FOR UPDATE SKIP LOCKED).
--- A backend idle past its lease may lose the row to an app process; its next call sees the
--- holder changed and claims another node.
+-- promise stays most of a lease ahead. A live backend's row is unexpired like a live process's.
+-- Claims never wait: nodes another backend holds are skipped (advisory try-lock), rows another
+-- transaction locked are skipped (FOR UPDATE SKIP LOCKED). A backend idle past its lease may
+-- lose the row to an app process; its next call sees the holder changed and claims another node.
+--
+-- DURABLE FENCE. A rollback takes back the lease row its transaction wrote (claim, re-take,
+-- renewal), yet the IDs handed out under it were read. Before the slow path returns an ID, it
+-- raises the node's durable fence (a permanent sequence, idfields.fence_<n>: setval() outlives
+-- ROLLBACK, DISCARD and exit) over every tick the backend may issue before it comes back: to
+-- the end of the limit (a growing layout) or of the tick (a wrapping one). Every claim, of a
+-- backend or an app process, starts at that fence at the earliest
+-- (docs/explanation/lease-protocol-database.md, D7).
 --
 -- NODE RANGE. idfields.node_range() records the nodes this database issues on (the install's
 -- nodes=, default every node): every claim, of a backend here or of an app process leasing
@@ -34,8 +42,8 @@
 -- sequence, so a backend's IDs keep increasing. The claim (session setting
 -- 'idfields.<layout>_lease') records that sequence's OID and the lease table's: a missing,
 -- recreated or new sequence (DISCARD TEMP, DROP, a pooler's reset) drops the claim; the backend
--- then takes back its own live lease row (holder names its pid and start) behind the limit that
--- row's promise gave, so a pooler's resets keep one node per backend
+-- then takes back its own live lease row (holder names its pid) behind the limit that row's
+-- promise gave and the node's durable fence, so a pooler's resets keep one node per backend
 -- (docs/explanation/lease-protocol-database.md). The claim and its renewal limit
 -- ('idfields.<layout>_limit') are session settings set together on every slow-path call, so a
 -- rollback (of the transaction or to a savepoint) reverts both with the lease row they describe.
@@ -104,9 +112,9 @@
 --   GRANT USAGE ON SCHEMA idfields TO app;
 --   EXECUTE on the public functions and what they call as the caller (PUBLIC has it by default).
 -- The owner needs SELECT, INSERT, UPDATE on <lease schema>.idfields_node_lease and
--- idfields_counter, SELECT on idfields_launch, TEMPORARY on the database, and, for a reset
--- backend to find its own lease row (pooler resets), the right to read the sessions'
--- backend_start: a superuser, the role the sessions log in as, or a member of pg_read_all_stats.
+-- idfields_counter, SELECT on idfields_launch and TEMPORARY on the database. A reset backend
+-- finds its own lease row by its pid; the holder string shows backend_start where the owner may
+-- read it (a superuser, the role the sessions log in as, or a member of pg_read_all_stats).
 -- pg_dump restores with an empty search_path: every name below is schema-qualified.
 
 SELECT pg_catalog.set_config('idfields.install_search_path',
@@ -123,17 +131,17 @@ BEGIN ATOMIC
         ::bit(32)::integer) & 2147483647;
 END;
 
--- What tells this backend apart from every other backend ever: its start time in unix ms
--- where the current role may read it, else this transaction's id (unique forever). The claim
--- records it, so a renewal under another role still recognises its row.
+-- This backend as a lease holder: 'pg:<pid>:<backend start, unix ms>', the start left empty
+-- where the current role may not read it. A backend knows its rows by the pid alone (D3): pids
+-- are unique among live backends, so a row naming this pid is this backend's or an exited
+-- one's, and either way nothing on its node lies past its limit and durable fence (D7).
 CREATE OR REPLACE FUNCTION idfields.backend_holder() RETURNS text
 LANGUAGE sql VOLATILE PARALLEL RESTRICTED
 BEGIN ATOMIC
     SELECT 'pg:' || pg_catalog.pg_backend_pid() || ':' || COALESCE(
         (SELECT ((pg_catalog.date_part('epoch', a.backend_start) * 1000000)::bigint / 1000)::text
          FROM pg_catalog.pg_stat_activity AS a
-         WHERE a.pid = pg_catalog.pg_backend_pid()),
-        'x' || pg_catalog.pg_current_xact_id()::text);
+         WHERE a.pid = pg_catalog.pg_backend_pid()), '');
 END;
 
 -- Unix milliseconds of clock_timestamp(), with integer rounding (no float floor error).
@@ -175,6 +183,67 @@ BEGIN
     END LOOP;
 END
 $owner$;
+
+-- Durable fences (invariant D7 of docs/explanation/lease-protocol-database.md): 1,024 permanent
+-- sequences, idfields.fence_0 .. fence_1023, owned by the installing role; everyone may read
+-- them (SELECT: no nextval(), no setval()), only the owner (the functions) writes them.
+-- A node of a layout maps to fence_<(lease_lock_key(lease key) + node) % 1024>, so the 1,024
+-- nodes of a layout have one each; a layout with more nodes shares each among its nodes that
+-- agree mod 1,024 (traceid: 64), and a sequence holds the largest value any of them wrote. The
+-- value is unix ms: no ID of those nodes lies at or past it beyond what their committed lease
+-- rows say. setval() is not undone by ROLLBACK, nor by DISCARD or the backend's exit, which
+-- undo or drop everything else a backend keeps.
+DO $fences$
+BEGIN
+    FOR bucket IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            'fence_' || bucket);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            'fence_' || bucket);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            'fence_' || bucket);
+    END LOOP;
+END
+$fences$;
+
+-- The fence sequence of a node: fence_<fence_bucket(lease_lock_key(lease key), node)>.
+CREATE OR REPLACE FUNCTION idfields.fence_bucket(lock_key integer, node integer) RETURNS integer
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT ((lock_key::bigint + node) % 1024)::integer;
+END;
+
+-- The durable fence of a node, unix ms (0: none written): a claim of the node starts at or
+-- after it. Internal; an app process's claim (LeaseSource, on PostgreSQL) reads the sequence
+-- itself.
+CREATE OR REPLACE FUNCTION idfields.node_fence_ms(lock_key integer, node integer) RETURNS bigint
+LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass(
+        'idfields.fence_' || idfields.fence_bucket(lock_key, node))), 0);
+END;
+
+-- Raise the fence sequence fence_<bucket> to until_ms (never lowers it). Nodes share a
+-- sequence, and setval() is no compare-and-set: a session advisory lock of the sequence (class
+-- 1057257585 = lease_lock_key('idfields_fence'), object the bucket) makes the read and the
+-- write one step. Few statements: after a pooler's DISCARD ALL each one is planned again.
+CREATE OR REPLACE FUNCTION idfields.raise_node_fence(bucket integer, until_ms bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+AS $$
+BEGIN
+    PERFORM pg_catalog.pg_advisory_lock(1057257585, bucket);
+    BEGIN  -- a session lock outlives an error: let it go whatever happens
+        PERFORM pg_catalog.setval(f.seq, until_ms)
+        FROM pg_catalog.to_regclass('idfields.fence_' || bucket) AS f(seq)
+        WHERE until_ms > COALESCE(pg_catalog.pg_sequence_last_value(f.seq), 0);
+    EXCEPTION WHEN OTHERS OR query_canceled THEN
+        PERFORM pg_catalog.pg_advisory_unlock(1057257585, bucket);
+        RAISE;
+    END;
+    PERFORM pg_catalog.pg_advisory_unlock(1057257585, bucket);
+END
+$$;
 
 -- The nodes this database issues on, set below by the install (see the header).
 DO $node_range$
@@ -255,6 +324,10 @@ DECLARE
     -- fences on the limit, starts at most that far ahead of the clock.
     margin bigint := lease_ms - GREATEST(lease_ms / 8, unit_us / 500);
     me text;
+    -- The holder strings of this pid: this backend's rows, or an exited backend's (D3).
+    mine text := '^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$';
+    mine_prefix text := 'pg:' || pg_catalog.pg_backend_pid() || ':';
+    durable bigint;
     last bigint;
     pos bigint;
     pos_tick bigint;
@@ -431,13 +504,12 @@ BEGIN
                     IF FOUND THEN
                         claimed := pos_node;
                     END IF;
-                ELSIF cand.expires_at_ms < now_ms
-                    OR cand.holder ~ ('^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$') THEN
+                ELSIF cand.expires_at_ms < now_ms OR cand.holder ~ mine THEN
                     UPDATE @lease_schema@.idfields_node_lease AS l
                     SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
                     WHERE l.layout = lease_key AND l.node = pos_node;
                     claimed := pos_node;
-                    IF cand.holder !~ ('^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$') THEN
+                    IF cand.holder !~ mine THEN
                         tick := GREATEST(tick,
                             (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
                     END IF;
@@ -450,31 +522,40 @@ BEGIN
             -- ALL, a dropped sequence), and no one else issues on that node while the row is
             -- its own; it issued nothing past the limit its promise gave (the promise less the
             -- margin), so it goes on after that limit instead of claiming a node at every
-            -- pooler reset, unless that is further ahead of the clock than the window. 'me'
-            -- names this backend by pid and start time; a role that cannot read its start time
-            -- gets a holder no row has. Then lapsed rows (oldest first), fenced after their
-            -- promise. Nodes another backend holds and rows another transaction has locked are
-            -- skipped, not waited on.
+            -- pooler reset, unless that is further ahead of the clock than the window. Its
+            -- rows are those naming its pid (D3: whatever the current role may read). Then
+            -- lapsed rows (oldest first), fenced after their promise. Every claim starts at or
+            -- after the node's durable fence too (D7: what a rolled-back claim or renewal
+            -- issued past the row it left), and skips a node whose fence is further ahead than
+            -- the window. Nodes another backend holds and rows another transaction has locked
+            -- are skipped, not waited on.
             IF claimed IS NULL THEN
                 FOR cand IN SELECT f.node, f.expires_at_ms, f.own, f.fence FROM (
-                        SELECT l.node, l.expires_at_ms, l.holder = me AS own,
-                            CASE WHEN l.holder = me
-                                THEN ((l.expires_at_ms - margin) * 1000 - epoch_us) / unit_us
-                                ELSE (l.expires_at_ms * 1000 - epoch_us) / unit_us + 1
+                        SELECT o.node, o.expires_at_ms, o.own, CASE WHEN o.own
+                                THEN ((o.expires_at_ms - margin) * 1000 - epoch_us) / unit_us
+                                ELSE (o.expires_at_ms * 1000 - epoch_us) / unit_us + 1
                             END AS fence
-                        FROM @lease_schema@.idfields_node_lease AS l
-                        WHERE l.layout = lease_key AND l.node BETWEEN first_node AND last_node
-                          AND (l.expires_at_ms < now_ms OR l.holder = me)) AS f
+                        FROM (SELECT l.node, l.expires_at_ms,
+                                  pg_catalog.starts_with(l.holder, mine_prefix)
+                                      AND l.holder ~ mine AS own
+                              FROM @lease_schema@.idfields_node_lease AS l
+                              WHERE l.layout = lease_key
+                                AND l.node BETWEEN first_node AND last_node) AS o
+                        WHERE o.expires_at_ms < now_ms OR o.own) AS f
                     WHERE NOT f.own OR f.fence <= now_tick + max_ahead
                     ORDER BY f.own DESC, f.expires_at_ms
                 LOOP
                     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                    PERFORM FROM @lease_schema@.idfields_node_lease AS l
+                    SELECT GREATEST(cand.fence,
+                        (idfields.node_fence_ms(key, cand.node) * 1000 - epoch_us) / unit_us)
+                    INTO durable FROM @lease_schema@.idfields_node_lease AS l
                     WHERE l.layout = lease_key AND l.node = cand.node
-                      AND l.expires_at_ms = cand.expires_at_ms AND (l.holder = me) = cand.own
+                      AND l.expires_at_ms = cand.expires_at_ms
+                      AND (pg_catalog.starts_with(l.holder, mine_prefix)
+                          AND l.holder ~ mine) = cand.own
                     FOR UPDATE SKIP LOCKED;
-                    IF FOUND THEN
-                        tick := GREATEST(tick, cand.fence);
+                    IF FOUND AND durable <= now_tick + max_ahead THEN
+                        tick := GREATEST(tick, durable);
                         promise := GREATEST(now_ms + lease_ms,
                             (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
                         UPDATE @lease_schema@.idfields_node_lease AS l
@@ -493,12 +574,19 @@ BEGIN
                                       WHERE l.layout = lease_key AND l.node = g.n)
                 LOOP
                     CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                    INSERT INTO @lease_schema@.idfields_node_lease
-                        (id, layout, node, holder, acquired_at_ms, expires_at_ms)
-                    VALUES (-(key::bigint * 4294967296 + cand.node) - 1, lease_key, cand.node,
-                        me, acquired, promise)
-                    ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
-                    IF FOUND THEN
+                    durable := (idfields.node_fence_ms(key, cand.node) * 1000 - epoch_us)
+                        / unit_us;
+                    IF durable <= now_tick + max_ahead THEN
+                        tick := GREATEST(tick, durable);
+                        promise := GREATEST(now_ms + lease_ms,
+                            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
+                        INSERT INTO @lease_schema@.idfields_node_lease
+                            (id, layout, node, holder, acquired_at_ms, expires_at_ms)
+                        VALUES (-(key::bigint * 4294967296 + cand.node) - 1, lease_key,
+                            cand.node, me, acquired, promise)
+                        ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
+                    END IF;
+                    IF durable <= now_tick + max_ahead AND FOUND THEN
                         claimed := cand.node;
                         EXIT;
                     END IF;
@@ -540,6 +628,14 @@ BEGIN
             tick := GREATEST(tick, (fenced_until_ms * 1000 - epoch_us) / unit_us + 1);
         END IF;
     END IF;
+    -- D7: a rollback takes back the lease row this transaction wrote, here or in an earlier
+    -- call. Before the ID is handed out, the node's durable fence covers this tick and every
+    -- tick the backend may go on to without this path: up to the limit for a growing layout
+    -- (time_next() moves to a new tick by itself inside it), none for a wrapping one (each new
+    -- tick comes here).
+    PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
+        CASE WHEN NOT wraps THEN promise - margin END,
+        (epoch_us + (tick + 1) * unit_us + 999) / 1000));
     -- The claim and its limit are session settings, set together on every call: a rollback
     -- (of the transaction, or to a savepoint) reverts both, with the lease row they describe.
     PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
@@ -1055,7 +1151,9 @@ REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid
     idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer, integer, boolean,
         integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
     idfields.time_slow_path(text, text, bigint, bigint, bigint, integer, integer, boolean,
-        integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass)
+        integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
+    idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
+    idfields.raise_node_fence(integer, bigint)
     FROM PUBLIC;
 
 -- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
