@@ -12,7 +12,11 @@ paths) or reads :data:`live` (the pure-Python hot path), which see any fork, who
 4.14+), seen as a bool: ``live[()]`` is True in a process whose hooks ran and False in a child
 until they have. A 0-d view, so a read converts no index and gives a bool: half the cost of
 ``page[0]`` on the hot path. Where the kernel has no such page it compares the pid instead (a
-system call on every read).
+system call on every read). The compiled core reads the same byte (``idfields/_speedups.c``).
+
+What belongs to one process records :func:`process` and compares it by identity, never a
+pid: pids repeat across PID namespaces (a container's PID 1 forks a child into a new namespace,
+where it is PID 1 too), while the fork hooks make a new :class:`Process` in every child.
 """
 
 from __future__ import annotations
@@ -56,7 +60,17 @@ def _mark() -> memoryview[bool] | _PidMark:
     return view
 
 
+class Process:
+    """One process, as an owner of per-process state; its pid is for messages only."""
+
+    __slots__ = ("pid",)
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+
+
 live = _mark()
+_this_process = Process()
 _tracked: weakref.WeakSet[Forkable] = weakref.WeakSet()
 _adoptions: dict[int, threading.Event] = {}  # pid -> set once its hooks ran (while they run)
 
@@ -64,6 +78,13 @@ _adoptions: dict[int, threading.Event] = {}  # pid -> set once its hooks ran (wh
 def track(owner: Forkable) -> None:
     """Call ``owner.forked()`` in every child forked while ``owner`` lives."""
     _tracked.add(owner)
+
+
+def process() -> Process:
+    """This process (after :func:`adopt`, so a child forked from C is never taken for its
+    parent): compare with ``is``."""
+    adopt()
+    return _this_process
 
 
 def adopt() -> None:
@@ -86,6 +107,8 @@ def adopt() -> None:
 
 
 def _after_fork_in_child() -> None:
+    global _this_process
+    _this_process = Process()
     for owner in list(_tracked):
         owner.forked()
     live[()] = True  # last: until here every hot path goes to a slow path, which waits in adopt()

@@ -23,31 +23,23 @@
  * call(), which binds one), and slot.after_closed() when that source was closed under its feet
  * (GeneratorClosed): no Python frame of its own on the path of every row.
  *
- * Forks: a child must never go on with its parent's counters. Python's own fork marks every
- * generator stale through os.register_at_fork (idfields/_forking.py); fork(2) called from C
- * (ctypes, uWSGI, an extension) runs no Python hook but always runs pthread_atfork's, which
- * count forks_here. A core serves the fast path only while its own count equals it, that is in
- * the process that last claimed a node for it (_own(), called by the slow path after the claim):
- * in any child the first call goes to the slow path, which adopts the fork and claims anew or
- * refuses. TimeCore compares after reading the clock, which may be Python code.
+ * Forks: a child must never go on with its parent's counters. Every fork, however it is made
+ * (os.fork, fork(2) from C, glibc's _Fork(), a raw clone system call), gives the child a zeroed
+ * copy of the MADV_WIPEONFORK page idfields/_forking.py maps as its `live` mark: at-fork
+ * handlers (Python's or pthread_atfork's) are skipped by _Fork() and raw clones, the kernel's
+ * wipe is not. Each core keeps a pointer to its interpreter's mark and serves the fast path
+ * only while it reads true, that is once the fork hooks ran in this process (they mark every
+ * generator stale first); else the slow path adopts the fork and claims anew or refuses, as the
+ * pure core does. TimeCore reads it after the clock, which may be Python code that forks.
  *
- * Process-wide state: forks_here only (a fork is the process's). The native clock and the slow
- * path's name live in the module's state. The clock is a property that refuses deletion and
+ * Module state: the mark (a held buffer of _forking.live, which keeps the page mapped), the
+ * native clock and the slow path's name. The clock is a property that refuses deletion and
  * non-callables, and is called through a strong reference (it may replace itself while it runs).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
-#include <pthread.h>
 #include <time.h>
-
-/* Forks this process is removed from the first process that loaded the module (0 there). */
-static unsigned long forks_here = 0;
-static int counting_forks = 0;
-
-static void count_fork_in_child(void) {
-    forks_here += 1;
-}
 
 typedef struct {
     PyObject_HEAD
@@ -55,7 +47,7 @@ typedef struct {
     long long id;    /* the last ID issued */
     long long step;
     int busy;
-    unsigned long forks;  /* forks_here when this process last claimed a node for the core */
+    volatile const char *live;  /* the fork mark: 0 in a child until its fork hooks ran */
 } CounterCore;
 
 typedef struct {
@@ -74,6 +66,7 @@ typedef struct {
 } TimeCore;
 
 typedef struct {
+    Py_buffer live;       /* idfields._forking.live: one byte of the wiped page */
     PyObject *time_ns;    /* time.time_ns, recognised as the native clock */
     PyObject *slow_name;  /* "_locked_issue" */
 } ModuleState;
@@ -152,7 +145,7 @@ static PyObject *CounterCore_call(PyObject *op, PyObject *args, PyObject *kwargs
     if (refuse_arguments(args, kwargs) < 0) {
         return NULL;
     }
-    if (!self->busy && self->forks == forks_here && self->left > 0) {
+    if (!self->busy && *self->live && self->left > 0) {
         return next_in_block(self);
     }
     return slow_path(op);
@@ -170,7 +163,7 @@ static PyObject *TimeCore_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     }
     /* No Python code runs from here until the return or the slow call: atomic under the GIL. */
     long long tick = floor_div(now - self->epoch_ns, self->unit_ns);
-    if (!core->busy && core->forks == forks_here) {
+    if (!core->busy && *core->live) {
         if (tick > self->tick) {
             if (tick <= self->limit_tick) {
                 self->tick = tick;
@@ -235,34 +228,37 @@ static void TimeCore_dealloc(TimeCore *self) {
     Py_DECREF(type);
 }
 
+/* A core of either type, watching its interpreter's fork mark. */
+static CounterCore *core_alloc(PyTypeObject *type, ModuleState *state) {
+    CounterCore *self = (CounterCore *)type->tp_alloc(type, 0);
+    if (self != NULL) {
+        self->step = 1;
+        self->live = (volatile const char *)state->live.buf;
+    }
+    return self;
+}
+
+static PyObject *CounterCore_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    ModuleState *state = state_of_type(type);
+    return state == NULL ? NULL : (PyObject *)core_alloc(type, state);
+}
+
 static PyObject *TimeCore_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     ModuleState *state = state_of_type(type);
     if (state == NULL) {
         return NULL;
     }
-    TimeCore *self = (TimeCore *)type->tp_alloc(type, 0);
+    TimeCore *self = (TimeCore *)core_alloc(type, state);
     if (self == NULL) {
         return NULL;
     }
     self->unit_ns = 1;
     self->modulus = 1;
     self->per_block = 1;
-    self->base.step = 1;
     self->clock = Py_NewRef(state->time_ns);
     self->native = 1;
     return (PyObject *)self;
 }
-
-static PyObject *CounterCore_own(PyObject *op, PyObject *unused) {
-    ((CounterCore *)op)->forks = forks_here;
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef CounterCore_methods[] = {
-    {"_own", CounterCore_own, METH_NOARGS,
-     "After a node claim: the fast path may serve this process (not a child forked later)."},
-    {NULL},
-};
 
 static void CounterCore_dealloc(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
@@ -280,9 +276,9 @@ static PyMemberDef CounterCore_members[] = {
 
 static PyType_Slot CounterCore_slots[] = {
     {Py_tp_doc, "Compiled hot path of CounterGenerator (see idfields/_speedups.c)."},
+    {Py_tp_new, CounterCore_new},
     {Py_tp_call, CounterCore_call},
     {Py_tp_members, CounterCore_members},
-    {Py_tp_methods, CounterCore_methods},
     {Py_tp_dealloc, CounterCore_dealloc},
     {0, NULL},
 };
@@ -459,30 +455,33 @@ static PyType_Spec SlotDefault_spec = {
     .slots = SlotDefault_slots,
 };
 
-static int speedups_exec(PyObject *module) {
-    ModuleState *state = (ModuleState *)PyModule_GetState(module);
-    if (!counting_forks) {  /* once per process, whatever number of (sub)interpreters load us */
-        int failed = pthread_atfork(NULL, NULL, count_fork_in_child);
-        if (failed) {
-            errno = failed;
-            PyErr_SetFromErrno(PyExc_OSError);
-            return -1;
-        }
-        counting_forks = 1;
-    }
-    PyObject *time_module = PyImport_ImportModule("time");
-    if (time_module == NULL) {
+/* Holds a buffer of _forking.live: 1, or 0 where the kernel wipes no page on fork (_forking
+ * compares pids there, and the generators keep the pure core: no core type is added). */
+static int watch_fork_mark(ModuleState *state) {
+    PyObject *forking = PyImport_ImportModule("idfields._forking");
+    if (forking == NULL) {
         return -1;
     }
-    state->time_ns = PyObject_GetAttrString(time_module, "time_ns");
-    Py_DECREF(time_module);
-    if (state->time_ns == NULL) {
+    PyObject *live = PyObject_GetAttrString(forking, "live");
+    Py_DECREF(forking);
+    if (live == NULL) {
         return -1;
     }
-    state->slow_name = PyUnicode_InternFromString("_locked_issue");
-    if (state->slow_name == NULL) {
+    int held = PyObject_CheckBuffer(live);
+    if (held && PyObject_GetBuffer(live, &state->live, PyBUF_SIMPLE) < 0) {
+        held = -1;
+    }
+    Py_DECREF(live);
+    if (held == 1 && state->live.len != 1) {
+        PyBuffer_Release(&state->live);
+        PyErr_SetString(PyExc_SystemError, "idfields._forking.live is not a one-byte mark");
         return -1;
     }
+    return held;
+}
+
+/* CounterCore and TimeCore, which read the fork mark on every call. */
+static int add_cores(PyObject *module) {
     PyObject *counter = PyType_FromModuleAndSpec(module, &CounterCore_spec, NULL);
     if (counter == NULL) {
         return -1;
@@ -498,14 +497,36 @@ static int speedups_exec(PyObject *module) {
     }
     int result = PyModule_AddObjectRef(module, "TimeCore", timed);
     Py_DECREF(timed);
-    if (result < 0) {
+    return result;
+}
+
+static int speedups_exec(PyObject *module) {
+    ModuleState *state = (ModuleState *)PyModule_GetState(module);
+    int watching = watch_fork_mark(state);
+    if (watching < 0) {
+        return -1;
+    }
+    PyObject *time_module = PyImport_ImportModule("time");
+    if (time_module == NULL) {
+        return -1;
+    }
+    state->time_ns = PyObject_GetAttrString(time_module, "time_ns");
+    Py_DECREF(time_module);
+    if (state->time_ns == NULL) {
+        return -1;
+    }
+    state->slow_name = PyUnicode_InternFromString("_locked_issue");
+    if (state->slow_name == NULL) {
+        return -1;
+    }
+    if (watching && add_cores(module) < 0) {
         return -1;
     }
     PyObject *slot_default = PyType_FromModuleAndSpec(module, &SlotDefault_spec, NULL);
     if (slot_default == NULL) {
         return -1;
     }
-    result = PyModule_AddObjectRef(module, "SlotDefault", slot_default);
+    int result = PyModule_AddObjectRef(module, "SlotDefault", slot_default);
     Py_DECREF(slot_default);
     return result;
 }
@@ -525,7 +546,9 @@ static int speedups_clear(PyObject *module) {
 }
 
 static void speedups_free(void *module) {
+    ModuleState *state = (ModuleState *)PyModule_GetState((PyObject *)module);
     speedups_clear((PyObject *)module);
+    PyBuffer_Release(&state->live);  /* a no-op when exec failed before holding it */
 }
 
 static PyModuleDef_Slot speedups_slots[] = {

@@ -8,7 +8,6 @@ class CounterCore:
     _step: int
     _busy: int
     def __call__(self) -> int: ...
-    def _own(self) -> None: ...
 
 class TimeCore(CounterCore):
     """Compiled hot path of TimeGenerator (see idfields/_speedups.c)."""

@@ -159,15 +159,15 @@ class FixedSource:
     description = "a fixed node"
 
     def __init__(self) -> None:
-        self._owner_pid = os.getpid()
+        self._owner = _forking.process()
 
     def values_for(self, layout: Layout) -> dict[str, int]:
         """The checked node values this source would give a generator of ``layout``."""
         raise NotImplementedError
 
     def acquire(self, layout: Layout) -> Assignment:
-        if os.getpid() != self._owner_pid:
-            raise forked_child_error(self.description, self._owner_pid)
+        if _forking.process() is not self._owner:
+            raise forked_child_error(self.description, self._owner.pid)
         return _fixed_claims.claim(layout, self.values_for(layout), self.description)
 
 

@@ -53,3 +53,26 @@ def test_django_check_says_when_the_pure_core_runs() -> None:
     assert any(line.startswith("idfields.I001 pure-Python core: ") for line in lines), lines
     if importlib.util.find_spec("idfields._speedups") is not None:
         assert "idfields.I001" not in run("-c", CHECK, pure=False)
+
+
+NO_WIPE_ON_FORK = """
+import mmap
+
+class KernelBefore414(mmap.mmap):
+    def madvise(self, *args):
+        raise OSError(22, "Invalid argument")
+
+mmap.mmap = KernelBefore414
+from idfields import make_generator
+from idfields.generators._hotpath import COMPILED, compiled, core_status
+generator = make_generator("snowflake", node=1)
+print(COMPILED, generator() < generator(), compiled("SlotDefault") is not None, core_status())
+"""
+
+
+def test_a_kernel_that_wipes_no_page_on_fork_gets_the_pure_core_and_says_why() -> None:
+    """The compiled core sees forks only through that page; without it, the pure core compares
+    pids (the compiled SQLAlchemy default, which holds no counters, stays when built)."""
+    shown = run("-c", NO_WIPE_ON_FORK, pure=False).strip()
+    built = importlib.util.find_spec("idfields._speedups") is not None
+    assert shown.startswith(f"False True {built} pure-Python core: this kernel wipes no page")

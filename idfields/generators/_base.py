@@ -19,7 +19,6 @@ the clock releases the lock, so it never holds up other threads, close() or the 
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 import weakref
@@ -92,7 +91,6 @@ class IdGenerator:
     _step: int  # distance between consecutive IDs of one tick/block
     _per_block: int  # IDs per tick or block
     _node_base: int  # the node fields, constants and the sequence minimum, composed
-    _own: Callable[[], None]  # the hot path's (_hotpath): after a claim, it serves this process
 
     def __init__(
         self, layout: str | Layout, source: NodeSource | None = None, *, node: int | None = None
@@ -107,7 +105,7 @@ class IdGenerator:
             self._source = static
         self._lock = threading.Lock()
         self._busy = 0
-        self._owner_pid = os.getpid()
+        self._owner = _forking.process()
         self._closed = False
         self._assignment: Assignment | None = None
         sequence = self.layout.sequence
@@ -262,7 +260,6 @@ class IdGenerator:
         )
         self._assignment = assignment
         self._stale = False
-        self._own()
         if assignment.renew is not None:  # a lease: give it back on SIGTERM too, not only atexit
             shutdown.arm()
         return assignment
@@ -277,14 +274,14 @@ class IdGenerator:
                 "registry for the current one (django_app generator_for, sqlalchemy_ext "
                 "get_generator)"
             )
-        pid = os.getpid()
-        if pid == self._owner_pid:
+        here = _forking.process()
+        if here is self._owner:
             return
         source = self._source
         if source is None or isinstance(source, FixedSource):  # None: the environment's node
             described = source.description if source else "the node from the environment"
-            raise forked_child_error(described, self._owner_pid)
-        self._owner_pid = pid
+            raise forked_child_error(described, self._owner.pid)
+        self._owner = here
 
     def __reduce__(self) -> NoReturn:
         raise TypeError(_NO_COPY)

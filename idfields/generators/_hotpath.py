@@ -1,6 +1,7 @@
 """The hot paths of the generators: the pure-Python reference, or the compiled one when built.
 
-``idfields._speedups`` (C, built by ``setup.py`` when a compiler is present) has a
+``idfields._speedups`` (C, built by ``setup.py`` when a compiler is present; loaded where the
+kernel wipes a page on fork, which it reads as the pure core reads ``live``) has a
 ``CounterCore`` and a ``TimeCore`` that mirror :class:`PureCounterCore` and :class:`PureTimeCore`
 exactly: the same counters, the same decisions, the same IDs for the same clock and state; the
 tests run both. ``IDFIELDS_PURE_PYTHON=1`` forces the reference.
@@ -51,10 +52,6 @@ class PureCounterCore:
             lock.release()
         return self._locked_issue()
 
-    def _own(self) -> None:
-        """After a node claim (the compiled core counts forks here; ``live`` does it for this
-        one, per process)."""
-
 
 class PureTimeCore(PureCounterCore):
     """Issue the next ID of the current tick under the lock; leave the rest to the slow path.
@@ -102,7 +99,8 @@ def _pure_forced() -> bool:
 
 def compiled(name: str) -> type | None:
     """The compiled type ``name`` of ``idfields._speedups``; None when pure Python is in force,
-    the extension is not built, or it was built before ``name`` existed."""
+    the extension is not built, or it was built before ``name`` existed (or, for the cores, the
+    kernel wipes no page on fork: they need it to see every fork)."""
     if _pure_forced():
         return None
     try:
@@ -115,7 +113,7 @@ def compiled(name: str) -> type | None:
 
 def _compiled() -> tuple[type, type] | None:
     counter, timed = compiled("CounterCore"), compiled("TimeCore")
-    if counter is None or timed is None:  # built before CounterCore: the reference for both
+    if counter is None or timed is None:  # no wiped page, or built before CounterCore
         return None
     return counter, timed
 
@@ -162,6 +160,12 @@ def core_status() -> CoreStatus:
     if sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return CoreStatus(
             False, f"the C core is built for GIL CPython only, this is {_interpreter()}"
+        )
+    if not isinstance(live, memoryview):
+        return CoreStatus(
+            False,
+            "this kernel wipes no page on fork (MADV_WIPEONFORK, Linux 4.14+), which the "
+            "compiled core needs to see a fork made below Python",
         )
     if importlib.util.find_spec("idfields._speedups") is None:
         return CoreStatus(

@@ -21,7 +21,6 @@ threads and across event loops. Called from the loop, its statements block it fo
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import threading
 from collections.abc import Iterator, Sequence
@@ -32,6 +31,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from idfields import _forking
 from idfields.coordination import Result
 from idfields.coordination._database import missing_table
 from idfields.errors import TablesMissing
@@ -82,7 +82,7 @@ class SQLAlchemyDatabase:
         self.vendor = vendor
         # A private pool with the same connect arguments (creator) as the application's.
         self._engine = create_engine(engine.url, pool=engine.pool.recreate())
-        self._pid = os.getpid()
+        self._process = _forking.process()
         self._local = threading.local()
         self._statements: dict[str, TextClause] = {}
 
@@ -117,9 +117,10 @@ class SQLAlchemyDatabase:
         self._engine.dispose()
 
     def _connect(self) -> Connection:
-        if os.getpid() != self._pid:  # forked: leave the parent's connections alone
+        here = _forking.process()
+        if here is not self._process:  # forked: leave the parent's connections alone
             self._engine.dispose(close=False)
-            self._pid = os.getpid()
+            self._process = here
         connection = self._engine.connect()
         if self.vendor == "mysql":  # Django's default there; REPEATABLE READ would hide rows
             connection.execution_options(isolation_level="READ COMMITTED")

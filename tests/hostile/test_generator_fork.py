@@ -2,8 +2,10 @@
 
 The node belongs to the process that created the generator (or claimed a node for it); a child
 that inherits it must take its own node from a lease source, or be refused, never share it.
-Each case runs with ``os.fork()`` and with fork(2) called from C (ctypes here; uWSGI's preforking
-and extensions do the same), which runs none of Python's ``os.register_at_fork`` hooks.
+Each case runs with ``os.fork()``; with fork(2) called from C (ctypes here; uWSGI's preforking
+and extensions do the same), which runs none of Python's ``os.register_at_fork`` hooks; and with
+forks that run no at-fork handler at all, not even ``pthread_atfork``'s: glibc's ``_Fork()``
+(POSIX.1-2024, the async-signal-safe fork) and a raw ``clone`` system call.
 """
 
 from __future__ import annotations
@@ -30,14 +32,36 @@ pytestmark = pytest.mark.slow
 
 
 Fork = Callable[[], int]
-_libc_fork: Fork = ctypes.CDLL(None, use_errno=True).fork
-_libc_fork.restype = ctypes.c_int  # type: ignore[attr-defined]
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.fork.restype = ctypes.c_int
+_SYS_CLONE = {"x86_64": 56, "aarch64": 220}.get(os.uname().machine)
 
 
-@pytest.fixture(params=["os.fork", "libc fork"])
+def _raw_clone() -> int:
+    """``clone(SIGCHLD)`` as a bare system call: a fork the C library never sees."""
+    return int(
+        _libc.syscall(ctypes.c_long(_SYS_CLONE or -1), ctypes.c_ulong(signal.SIGCHLD), 0, 0, 0, 0)
+    )
+
+
+@pytest.fixture(params=["os.fork", "libc fork", "libc _Fork", "raw clone"])
 def fork(request: pytest.FixtureRequest) -> Fork:
-    """The fork primitive: Python's, or the C library's (no at-fork hook of Python runs)."""
-    return os.fork if request.param == "os.fork" else _libc_fork
+    """The fork primitive: Python's; the C library's (no at-fork hook of Python runs); or one
+    that runs no at-fork handler of any kind."""
+    if request.param == "os.fork":
+        return os.fork
+    if request.param == "libc fork":
+        forked: Fork = _libc.fork
+        return forked
+    if request.param == "libc _Fork":
+        if not hasattr(_libc, "_Fork"):  # pragma: no cover - glibc before 2.34, musl
+            pytest.skip("this C library has no _Fork()")
+        _libc._Fork.restype = ctypes.c_int
+        forked = _libc._Fork
+        return forked
+    if _SYS_CLONE is None:  # pragma: no cover - another architecture
+        pytest.skip(f"no clone system call number known for {os.uname().machine}")
+    return _raw_clone
 
 
 def _in_child(body: Callable[[], list[int]], out: Path, fork: Fork) -> int:
@@ -259,7 +283,7 @@ def test_the_fork_mark_is_false_in_every_child_until_its_hooks_ran(
     out = tmp_path / "child"
     pid = _in_child(lambda: [int(live[()])], out, fork)
     assert os.waitpid(pid, 0)[1] == 0
-    assert live[()] and _child_ids(out) == [0 if mark == "pid" or fork is _libc_fork else 1]
+    assert live[()] and _child_ids(out) == [0 if mark == "pid" or fork is not os.fork else 1]
 
 
 class ForkingClock:
