@@ -9,6 +9,7 @@ ever upgrades a shared lock on a duplicate key (MySQL's classic insert deadlock)
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 from idfields.coordination._database import Database, check_length, insert_if_absent, vendor_of
 from idfields.errors import LayoutExhausted, NodeError, NodeNotConfigured
@@ -26,11 +27,22 @@ _INSERT_LAUNCH = (
 _INSERT_LAUNCH_MYSQL = _INSERT_LAUNCH.replace("CURRENT_TIMESTAMP", "UTC_TIMESTAMP(6)")
 
 
-def next_value(database: Database, name: str) -> int:
-    """Take the next value (1, 2, ...) of the counter ``name``; no value is ever given twice."""
+def next_value(
+    database: Database, name: str, floor: Callable[[Database], int] | None = None
+) -> int:
+    """Take the next value (1, 2, ...) of the counter ``name``; no value is ever given twice.
+
+    ``floor``, read once the row is locked, is a value taken elsewhere that the row may not
+    show (a database-side claim whose increment a rollback undid): the value taken passes it.
+    """
     _ensure_counter(database, name)
     with database.atomic():
-        return _increment(database, name)
+        taken = _increment(database, name)
+        above = floor(database) if floor is not None else 0
+        if taken <= above:
+            taken = above + 1
+            _set(database, name, taken)
+        return taken
 
 
 def counter_value(database: Database, name: str) -> int:

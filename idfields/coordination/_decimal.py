@@ -3,6 +3,11 @@
 The DecimalId scheme of the article "Pattern: ID Generation": a launch id per deployment, and
 within it a generator id per process start and per exhausted counter, taken from a persistent
 synchronized counter (``generator:<launch>``), so no (launch, generator) pair is ever issued twice.
+
+On PostgreSQL the database functions claim from the same counter, and a rollback can undo
+their increment after IDs went out under the generator id; every claim here also passes the
+value their allocator records (the sequence ``idfields.decimal_issued``, invariant D8 of
+docs/explanation/lease-protocol-database.md).
 """
 
 from __future__ import annotations
@@ -36,7 +41,11 @@ class DecimalSource:
                 f"{launch_field.minimum}..{launch_field.maximum} of layout {layout.name!r}; "
                 f"use a launch id in that range"
             )
-        taken = next_value(self._database, f"generator:{launch}")
+        taken = next_value(
+            self._database,
+            f"generator:{launch}",
+            lambda database: database_side_floor(database, launch),
+        )
         generator = generator_field.minimum + taken - 1
         if generator > generator_field.maximum:
             raise LayoutExhausted(
@@ -44,6 +53,34 @@ class DecimalSource:
                 f"{layout.name!r}; record a new launch ({RECORD_LAUNCH_HINT}) and restart"
             )
         return Assignment({GENERATOR_FIELD: generator, LAUNCH_FIELD: launch})
+
+
+def database_side_floor(database: Database, launch: int) -> int:
+    """The value of counter ``generator:<launch>`` that the database functions issue under, from
+    their allocator ((launch_id * 1000000 + value) * 100000 + block; 0 where they are not
+    installed). Another launch gives 0: they move to a newer launch only once the counter row
+    of the older one covers their value there, and never claim in an older one (D8)."""
+    if database.vendor != "postgresql":
+        return 0
+    rows = database.execute(
+        "SELECT CASE WHEN pg_catalog.has_sequence_privilege(c.oid, 'SELECT') "
+        "THEN COALESCE(pg_catalog.pg_sequence_last_value(c.oid), 0) ELSE -1 END "
+        "FROM pg_catalog.pg_class AS c "
+        "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'idfields' AND c.relname = 'decimal_issued'"
+    ).rows
+    if not rows:  # the database functions are not installed
+        return 0
+    issued = int(rows[0][0])
+    if issued < 0:
+        raise NodeError(
+            "this role may not read the database functions' decimal allocator (the generator id "
+            "they issue under, which a rolled-back claim leaves out of the counter row), so it "
+            "cannot claim a generator id safely: GRANT SELECT ON SEQUENCE "
+            "idfields.decimal_issued TO the application's role (the install grants it to PUBLIC)"
+        )
+    issued //= 100_000  # the block
+    return issued % 1_000_000 if issued // 1_000_000 == launch else 0
 
 
 def decimal_fields(layout: Layout) -> tuple[PlacedField, PlacedField]:

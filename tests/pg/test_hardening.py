@@ -524,20 +524,6 @@ def test_a_claim_does_not_wait_for_a_transaction_that_used_a_generator(
     assert node_claimed_beside(first, connect) == 6
 
 
-def test_a_first_decimal_waits_for_an_open_first_decimal_as_the_docs_say(
-    connect: Any,
-) -> None:
-    first = connect(autocommit=False)
-    ids_of(first, "next_decimal", 1)  # claims a generator id: the counter row is locked
-    conn = connect(options="-c lock_timeout=300")
-    try:
-        with pytest.raises(psycopg.errors.LockNotAvailable):
-            ids_of(conn, "next_decimal", 1)
-    finally:
-        first.commit()
-    assert ids_of(conn, "next_decimal", 1)
-
-
 # -- 6. the lease tables' schema ----------------------------------------------------------------
 
 

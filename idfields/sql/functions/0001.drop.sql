@@ -10,6 +10,7 @@ DROP FUNCTION IF EXISTS idfields.node_holder_rows();
 DROP FUNCTION IF EXISTS idfields.next_decimal();
 DROP FUNCTION IF EXISTS idfields.resume_decimal();
 DROP FUNCTION IF EXISTS idfields.decimal_slow_path();
+DROP SEQUENCE IF EXISTS idfields.decimal_issued;
 DROP FUNCTION IF EXISTS idfields.take_traceid_ranges(bigint);
 DROP FUNCTION IF EXISTS idfields.take_snowflake_ranges(bigint);
 DROP FUNCTION IF EXISTS idfields.take_traceid(bigint);

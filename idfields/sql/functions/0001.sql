@@ -77,10 +77,16 @@
 -- per ID than IDENTITY's nextval(); about 250 rows of ranges per million IDs cost nothing next
 -- to the rows. take_<layout>(n) expands the same ranges as a set of IDs.
 --
--- DECIMAL. next_decimal() uses the latest launch (idfields_launch) and takes a fresh
--- generator_id from idfields_counter 'generator:<launch>', the counter the app uses, so no
--- generator id is ever shared. That counter row stays locked until the claiming transaction
--- ends (once per backend per 922,337,201 IDs). Its hot path is inlined SQL as well.
+-- DECIMAL. The database side issues under one generator id of the latest launch
+-- (idfields_launch) at a time, taken from idfields_counter 'generator:<launch>', the counter the
+-- app uses, and recorded in the permanent sequence idfields.decimal_issued before its first ID
+-- goes out; each backend takes a block of 10,000 counters of it by nextval() and counts in its
+-- temporary sequence. A rollback takes back neither a block nor the recorded generator id
+-- (the counter row's increment it does undo), and every claim, of a backend or an app process,
+-- passes the recorded one: a generator id under which an ID went out is never handed out again
+-- (docs/explanation/lease-protocol-database.md, D8). A reset costs the rest of a block. Only a
+-- move to a new generator id (the first, one per 922,330,000 IDs, a newer launch) writes the
+-- counter row, which stays locked until that transaction ends. The hot path is inlined SQL.
 --
 -- NAME BINDING. Every SQL-language function has a BEGIN ATOMIC body: PostgreSQL binds its
 -- operators, functions and types when it is created (under the search_path this script pins
@@ -994,19 +1000,43 @@ BEGIN ATOMIC
     FROM idfields.issue_traceid_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
--- decimal: counter * 10^10 + generator_id * 10^5 + launch_id; counter 1..922337202. The
--- temporary sequence holds the last ID; 'idfields.decimal' (transaction-local) = its OID;
--- 'idfields.decimal_generator' (session) = generator_id * 10^5 + launch_id of the claim.
+-- The database side's decimal allocator (invariant D8 of
+-- docs/explanation/lease-protocol-database.md): a permanent sequence, owned by the installing
+-- role; everyone may read it (SELECT: no nextval(), no setval()), only the owner
+-- (decimal_slow_path()) writes it. Its value is (launch_id * 1000000 + taken) * 100000 + block:
+-- the database side issues under one generator id at a time, the one it took as value 'taken'
+-- of counter row 'generator:<launch>' (generator_id = taken - 1, as the app's DecimalSource
+-- maps it), and each backend takes a block of 10,000 counters of it by nextval(): block b
+-- holds counters (b - 1) * 10000 + 1 .. b * 10000, blocks 1..92233 (counter <= 922330000). Its
+-- value only grows, and nextval() and setval() are undone by neither ROLLBACK nor DISCARD nor
+-- the backend's exit: no block is handed out twice, and a generator id whose counter row
+-- increment a rollback undid stays recorded here; every claim, of a backend or an app process,
+-- takes a value above it in its launch.
+CREATE SEQUENCE IF NOT EXISTS idfields.decimal_issued MINVALUE 0 START 0;
+REVOKE ALL ON SEQUENCE idfields.decimal_issued FROM PUBLIC;
+GRANT SELECT ON SEQUENCE idfields.decimal_issued TO PUBLIC;
+
+-- decimal: counter * 10^10 + generator_id * 10^5 + launch_id. The temporary sequence holds the
+-- backend's last ID, inside its block; 'idfields.decimal' (transaction-local) = its OID;
+-- 'idfields.decimal_generator' (session) = generator_id * 10^5 + launch_id of its block;
+-- 'idfields.decimal_claimed' (transaction-local) = 'on' once this transaction wrote a counter
+-- row. Called for a transaction's first ID that cannot go on (a new, reset or read-only
+-- session) and at the end of a block.
 CREATE OR REPLACE FUNCTION idfields.decimal_slow_path() RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     seq regclass := pg_catalog.to_regclass('pg_temp.idfields_decimal');
-    mine bigint := NULLIF(
-        pg_catalog.current_setting('idfields.decimal_generator', true), '')::bigint;
-    last bigint;
+    newest integer;
+    issued bigint;
+    issued_launch integer;
+    issued_taken bigint;
+    block bigint;
+    usable boolean;
+    covered bigint;
     launch integer;
+    taken bigint;
     generator bigint;
     counter_name text;
 BEGIN
@@ -1028,32 +1058,83 @@ BEGIN
         seq := pg_catalog.to_regclass('pg_temp.idfields_decimal');
     END IF;
     PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
-    last := pg_catalog.pg_sequence_last_value(seq);
-    -- Go on with our generator id while its counter lasts (up to 922337201, so the sequence
-    -- never steps past 2^63 - 1); a new or recreated sequence (last NULL) claims afresh.
-    IF last % 10000000000 = mine AND last < 9223372010000000000 THEN
-        RETURN pg_catalog.setval(seq, last + 10000000000);
-    END IF;
-    SELECT max(l.id) INTO launch FROM @lease_schema@.idfields_launch AS l;
-    IF launch IS NULL THEN
-        RAISE EXCEPTION 'idfields: no launch is recorded, and DecimalId needs one'
-            USING ERRCODE = '55000',
-            HINT = 'Record a launch once per deployment: manage.py idfields_launch --label <version> '
-                   '(or idfields.coordination.counters.record_launch()).';
-    END IF;
-    counter_name := 'generator:' || launch;
-    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES (counter_name, 0)
-    ON CONFLICT (name) DO NOTHING;
-    UPDATE @lease_schema@.idfields_counter AS c SET value = c.value + 1
-    WHERE c.name = counter_name RETURNING c.value INTO generator;
-    IF generator > 99999 THEN
-        RAISE EXCEPTION 'idfields: launch % has used all 100,000 DecimalId generator ids', launch
-            USING ERRCODE = '53400',
-            HINT = 'Record a new launch (manage.py idfields_launch --label <version>).';
-    END IF;
+    SELECT max(l.id) INTO newest FROM @lease_schema@.idfields_launch AS l;
+    LOOP
+        issued := pg_catalog.nextval('idfields.decimal_issued');
+        issued_launch := issued / 100000000000;
+        issued_taken := issued / 100000 % 1000000;
+        block := issued % 100000;
+        usable := issued_taken > 0 AND block <= 92233;
+        -- A newer launch: move to it once this launch's counter row, as committed by another
+        -- transaction, covers the generator id (a claim of an older launch then needs no
+        -- allocator: D8); until then, go on and cover it in this transaction.
+        IF usable AND newest > issued_launch AND pg_catalog.current_setting(
+                'idfields.decimal_claimed', true) IS DISTINCT FROM 'on' THEN
+            SELECT c.value INTO covered FROM @lease_schema@.idfields_counter AS c
+            WHERE c.name = 'generator:' || issued_launch;
+            IF COALESCE(covered, 0) >= issued_taken THEN
+                usable := false;
+            ELSIF covered IS NULL THEN
+                INSERT INTO @lease_schema@.idfields_counter (name, value)
+                VALUES ('generator:' || issued_launch, issued_taken)
+                ON CONFLICT (name) DO NOTHING;
+                PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
+            ELSE  -- never waits: a row another transaction holds is covered by a later call
+                UPDATE @lease_schema@.idfields_counter AS c
+                SET value = GREATEST(c.value, issued_taken)
+                WHERE c.name IN (SELECT d.name FROM @lease_schema@.idfields_counter AS d
+                                 WHERE d.name = 'generator:' || issued_launch
+                                 FOR UPDATE SKIP LOCKED);
+                PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
+            END IF;
+        END IF;
+        EXIT WHEN usable;
+        -- Take a new generator id, one claim at a time (the lock is held to the end of the
+        -- transaction, as the counter row's is); a claim that got here first moved the
+        -- allocator already: take a block of its generator id.
+        PERFORM pg_catalog.pg_advisory_xact_lock(625490655, 0);
+        CONTINUE WHEN COALESCE(pg_catalog.pg_sequence_last_value('idfields.decimal_issued'), 0)
+            / 100000 <> issued / 100000;
+        IF newest IS NULL AND issued_launch = 0 THEN
+            RAISE EXCEPTION 'idfields: no launch is recorded, and DecimalId needs one'
+                USING ERRCODE = '55000',
+                HINT = 'Record a launch once per deployment: manage.py idfields_launch --label '
+                       '<version> (or idfields.coordination.counters.record_launch()).';
+        END IF;
+        launch := GREATEST(newest, issued_launch);
+        IF launch > issued_launch AND issued_taken > 0 AND (pg_catalog.current_setting(
+                'idfields.decimal_claimed', true) = 'on'
+                OR COALESCE((SELECT c.value FROM @lease_schema@.idfields_counter AS c
+                             WHERE c.name = 'generator:' || issued_launch), 0)
+                   < issued_taken) THEN
+            launch := issued_launch;
+        END IF;
+        counter_name := 'generator:' || launch;
+        INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES (counter_name, 0)
+        ON CONFLICT (name) DO NOTHING;
+        UPDATE @lease_schema@.idfields_counter AS c
+        SET value = GREATEST(c.value,
+            CASE WHEN launch = issued_launch THEN issued_taken ELSE 0 END) + 1
+        WHERE c.name = counter_name RETURNING c.value INTO taken;
+        IF taken > 100000 THEN
+            RAISE EXCEPTION 'idfields: launch % has used all 100,000 DecimalId generator ids',
+                launch
+                USING ERRCODE = '53400',
+                HINT = 'Record a new launch (manage.py idfields_launch --label <version>).';
+        END IF;
+        PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
+        issued_launch := launch;
+        issued_taken := taken;
+        block := 1;
+        PERFORM pg_catalog.setval('idfields.decimal_issued',
+            (launch::bigint * 1000000 + taken) * 100000 + block);
+        EXIT;
+    END LOOP;
+    generator := issued_taken - 1;
     PERFORM pg_catalog.set_config('idfields.decimal_generator',
-        (generator * 100000 + launch)::text, false);
-    RETURN pg_catalog.setval(seq, 10000000000 + generator * 100000 + launch);
+        (generator * 100000 + issued_launch)::text, false);
+    RETURN pg_catalog.setval(seq,
+        ((block - 1) * 10000 + 1) * 10000000000 + generator * 100000 + issued_launch);
 END
 $$;
 
@@ -1082,7 +1163,7 @@ LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE WHEN pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
             'idfields.decimal', true), '')::oid, idfields.resume_decimal())::regclass)
-            < 9223372010000000000
+            / 10000000000 % 10000 <> 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
             'idfields.decimal', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
             pg_catalog.current_setting('idfields.decimal', true), '')::oid::regclass)
