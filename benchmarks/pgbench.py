@@ -37,10 +37,18 @@ class Pgbench:
     """Runs a one-statement script against ``url``; ``how`` says which driver measured."""
 
     def __init__(
-        self, url: str, *, quick: bool, synchronous_commit: bool = True, prepared: bool = False
+        self,
+        url: str,
+        *,
+        quick: bool,
+        synchronous_commit: bool = True,
+        prepared: bool = False,
+        search_path: str | None = None,
     ) -> None:
         self.url = url
         self.options = f"-c synchronous_commit={'on' if synchronous_commit else 'off'}"
+        if search_path is not None:  # every session's, e.g. for a peer whose SQL names no schema
+            self.options += f" -c search_path={search_path}"
         self.prepared = prepared
         self.protocol = "prepared" if prepared else "simple"
         self.binary = shutil.which("pgbench")

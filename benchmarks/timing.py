@@ -167,10 +167,17 @@ def measured_row(
 
 
 def lead_row(
-    group: str, ours: str, peers: Sequence[str], result: Paired[str], unit: str
+    group: str,
+    ours: str,
+    peers: Sequence[str],
+    result: Paired[str],
+    unit: str,
+    *,
+    higher_is_better: bool = False,
 ) -> Row | None:
     """``ours`` against the fastest of ``peers``, target 1.0: "ahead of every peer" holds when
-    this one is met. None when no peer was measured.
+    this one is met. None when no peer was measured. ``higher_is_better``: a rate (tps), whose
+    fastest peer has the highest value.
 
     The fastest peer is picked on the odd rounds and compared with on the even ones. Picked and
     compared on the same rounds, the bar would be whichever of several tied peers had the
@@ -179,11 +186,11 @@ def lead_row(
     if not measured:
         return None
     picking, comparing = _halves(result)
-    fastest = min(measured, key=picking.median)
+    fastest = (max if higher_is_better else min)(measured, key=picking.median)
     return measured_row(
         group, f"{ours} vs fastest peer", unit, comparing, fastest, 1.0, value_of=ours,
-        note=f"fastest app-side peer here: {fastest} (picked on the odd rounds, compared on "
-        f"the even ones)",
+        note=f"fastest peer here: {fastest} (picked on the odd rounds, compared on the even "
+        f"ones)", higher_is_better=higher_is_better,
     )  # fmt: skip
 
 

@@ -23,7 +23,7 @@ from benchmarks import Skip
 from benchmarks.__main__ import discover, main, run_module
 from benchmarks.bench_generator import CALL_PURE, TAKE, ours_name
 from benchmarks.docs_page import END, START, rewrite
-from benchmarks.rows import Row, check_rows, judge
+from benchmarks.rows import Row, check_rows, judge, make_row
 from benchmarks.timing import Paired, lead_row, paired, paired_rows
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,6 +105,25 @@ def test_the_fastest_peer_is_picked_on_other_rounds_than_it_is_compared_on() -> 
     assert lead["baseline"] == "steady"
     assert lead["ratio"] == pytest.approx(1.0)  # 10 / 10 on each even round
     assert lead["rounds"] == 3
+
+
+def test_the_fastest_peer_of_a_rate_is_the_highest() -> None:
+    """Transactions per second: the bar is the peer with the most (Instagram's next_id() over
+    HeeRanjID's generate_id() here), and ours is met only at or above it."""
+    values = {
+        "ours": [900.0, 900.0, 900.0, 900.0],
+        "instagram": [950.0, 950.0, 950.0, 950.0],
+        "heeranjid": [300.0, 300.0, 300.0, 300.0],
+    }
+    lead = lead_row(
+        "g", "ours", ["instagram", "heeranjid"], Paired(values, [1.0] * 4), "tps",
+        higher_is_better=True,
+    )  # fmt: skip
+    assert lead is not None
+    assert lead["baseline"] == "instagram"
+    assert lead["higher_is_better"] is True
+    peer = make_row("g", "instagram", 950.0, "tps", None)
+    assert judge(lead, [lead, peer]).met is False
 
 
 class _Cycle:

@@ -538,7 +538,9 @@ def _hot_path(shape: _Shape, now: str, test: str) -> str:
 def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     """(create SQL, drop SQL) of ``idfields.next_<name>_tick(now_tick, visible_lease)``: the
     first ID of a transaction and an ID in a new tick in one step, the geometry as literals
-    (as next_snowflake_tick() in the functions' SQL); anything else is time_next()."""
+    (as next_snowflake_tick() in the functions' SQL); anything else is time_next(). PL/pgSQL
+    sets up every expression it evaluates again in each transaction, at a cost that grows with
+    the expression's function and operator nodes: few expressions, each value computed once."""
     s, name = shape.ts_shift, shape.name
     function = _ident(f"next_{name}_tick")
     low = shape.fixed | shape.seq_min
@@ -549,7 +551,7 @@ def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     if shape.top:
         tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
     clock = _clock(shape)
-    rest = [*_internal_arguments(layout, shape, "now_tick"), str(shape.top)]
+    rest = [*_internal_arguments(layout, shape, "tick"), str(shape.top)]
     setting = f"idfields.{name}"
     signature = f"idfields.{function}(now_tick bigint, visible_lease regclass)"
     create = f"""CREATE OR REPLACE FUNCTION {signature}
@@ -559,37 +561,30 @@ AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
         pg_catalog.current_setting({_literal(setting + "_lease")}, true), ':');
-    seq regclass := NULLIF(pg_catalog.current_setting({_literal(setting)}, true), '')::oid;
-    resuming boolean := seq IS NULL;
-    last bigint;
-    next_id bigint;
+    tick bigint := COALESCE(now_tick, {clock});
+    -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
+    -- transaction's first ID, while the claim's sequence is still this very one, the
+    -- transaction may write and the caller finds the claim's lease table.
+    last bigint := pg_catalog.pg_sequence_last_value(CASE
+        WHEN pg_catalog.current_setting({_literal(setting)}, true) <> ''
+            OR claim[4] = pg_catalog.to_regclass({_literal(f"pg_temp.idfields_{name}")})::oid::text
+            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+        THEN claim[4]::oid END);
+    base bigint := {base};
+    next_id bigint := GREATEST(last + 1, (tick << {s}) | base);
 BEGIN
-    -- The transaction's first ID: the claim's sequence, if it is still this very one, the
-    -- transaction may write and the caller finds the claim's lease table; the switch is set
-    -- only once the ID below passes too (time_next() trusts a set switch).
-    IF resuming
-        AND claim[4] = pg_catalog.to_regclass({_literal(f"pg_temp.idfields_{name}")})::oid::text
-        AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
-        AND pg_catalog.current_setting('transaction_read_only') = 'off'
-    THEN
-        seq := claim[4]::oid;
-    END IF;
-    now_tick := COALESCE(now_tick, {clock});
-    -- Few, small expressions, no PERFORM: PL/pgSQL sets each up again in every transaction.
-    last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
-    next_id := GREATEST(last + 1, (now_tick << {s}) | ({base}));
-    -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
+    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
     -- The last ID and the next are on the claim's node: a claim this backend did not make
     -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    IF last < next_id AND ((last # ({base})) | (next_id # ({base}))) & {others} = 0
-        AND {tick_of} <= now_tick + {shape.max_ahead}
+    -- The switch is set with the ID (time_next() trusts a set switch).
+    IF ((last # base) | (next_id # base)) & {others} = 0
+        AND {tick_of} <= tick + {shape.max_ahead}
         AND {tick_of} <= NULLIF(
             pg_catalog.current_setting({_literal(setting + "_limit")}, true), '')::bigint
     THEN
-        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
-            claim[1] := pg_catalog.set_config({_literal(setting)}, claim[4], true);
-        END IF;
-        RETURN pg_catalog.setval(seq, next_id);
+        RETURN pg_catalog.setval(
+            pg_catalog.set_config({_literal(setting)}, claim[4], true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
         {", ".join(rest)});

@@ -10,40 +10,33 @@ AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
         pg_catalog.current_setting('idfields.tagged_lease', true), ':');
-    seq regclass := NULLIF(pg_catalog.current_setting('idfields.tagged', true), '')::oid;
-    resuming boolean := seq IS NULL;
-    last bigint;
-    next_id bigint;
+    tick bigint := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
+    -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
+    -- transaction's first ID, while the claim's sequence is still this very one, the
+    -- transaction may write and the caller finds the claim's lease table.
+    last bigint := pg_catalog.pg_sequence_last_value(CASE
+        WHEN pg_catalog.current_setting('idfields.tagged', true) <> ''
+            OR claim[4] = pg_catalog.to_regclass('pg_temp.idfields_tagged')::oid::text
+            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+        THEN claim[4]::oid END);
+    base bigint := claim[1]::bigint << 6 | 144115188075872289;
+    next_id bigint := GREATEST(last + 1, (tick << 15) | base);
 BEGIN
-    -- The transaction's first ID: the claim's sequence, if it is still this very one, the
-    -- transaction may write and the caller finds the claim's lease table; the switch is set
-    -- only once the ID below passes too (time_next() trusts a set switch).
-    IF resuming
-        AND claim[4] = pg_catalog.to_regclass('pg_temp.idfields_tagged')::oid::text
-        AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
-        AND pg_catalog.current_setting('transaction_read_only') = 'off'
-    THEN
-        seq := claim[4]::oid;
-    END IF;
-    now_tick := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
-    -- Few, small expressions, no PERFORM: PL/pgSQL sets each up again in every transaction.
-    last := pg_catalog.pg_sequence_last_value(seq);  -- NULL: a new or restarted sequence
-    next_id := GREATEST(last + 1, (now_tick << 15) | (claim[1]::bigint << 6 | 144115188075872289));
-    -- A NULL anywhere (no sequence, no last ID, no claim, no limit) fails: the generic path.
+    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
     -- The last ID and the next are on the claim's node: a claim this backend did not make
     -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    IF last < next_id AND ((last # (claim[1]::bigint << 6 | 144115188075872289)) | (next_id # (claim[1]::bigint << 6 | 144115188075872289))) & -72057594037895200 = 0
-        AND (next_id >> 15) & 2199023255551 <= now_tick + 1000
+    -- The switch is set with the ID (time_next() trusts a set switch).
+    IF ((last # base) | (next_id # base)) & -72057594037895200 = 0
+        AND (next_id >> 15) & 2199023255551 <= tick + 1000
         AND (next_id >> 15) & 2199023255551 <= NULLIF(
             pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
     THEN
-        IF resuming THEN  -- the switch; an assignment, as PERFORM would run the executor
-            claim[1] := pg_catalog.set_config('idfields.tagged', claim[4], true);
-        END IF;
-        RETURN pg_catalog.setval(seq, next_id);
+        RETURN pg_catalog.setval(
+            pg_catalog.set_config('idfields.tagged', claim[4], true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'tagged', 'tagged#8c58ad8103bd', now_tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
+        'tagged', 'tagged#8c58ad8103bd', tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
 END
 $$;
 
