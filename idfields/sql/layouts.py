@@ -265,12 +265,17 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+# idfields.clock_us() and clock_ms() written in: a statement that inlines the hot path would
+# read, decompress and parse a called function's stored body again at every planning.
+_CLOCK_US = "(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint"
+
+
 def _clock(shape: _Shape) -> str:
     """The current tick as SQL: whole milliseconds where the layout allows, else microseconds."""
     if shape.epoch_us % 1000 == 0 and shape.unit_us % 1000 == 0:
-        clock, epoch, unit = "idfields.clock_ms()", shape.epoch_us // 1000, shape.unit_us // 1000
+        clock, epoch, unit = f"({_CLOCK_US} / 1000)", shape.epoch_us // 1000, shape.unit_us // 1000
     else:
-        clock, epoch, unit = "idfields.clock_us()", shape.epoch_us, shape.unit_us
+        clock, epoch, unit = f"({_CLOCK_US})", shape.epoch_us, shape.unit_us
     if epoch:
         clock = f"({clock} {'-' if epoch > 0 else '+'} {abs(epoch)})"
     return clock if unit == 1 else f"({clock} / {unit})"

@@ -791,7 +791,7 @@ AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
         pg_catalog.current_setting('idfields.snowflake_lease', true), ':');
-    tick bigint := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
+    tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000));
     -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
     -- transaction's first ID, while the claim's sequence is still this very one, the
     -- transaction may write and the caller finds the claim's lease table.
@@ -919,7 +919,8 @@ LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
         WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
-            '')::oid::regclass) + 1 - ((idfields.clock_ms() - 1704067200000) << 22))
+            '')::oid::regclass) + 1 - ((((pg_catalog.date_part('epoch',
+            pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) << 22))
             & -9223372036854771713) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
@@ -948,7 +949,8 @@ LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
         WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
-            '')::oid::regclass) + 1 - (((idfields.clock_ms() / 1000) & 33554431) << 38))
+            '')::oid::regclass) + 1 - (((((pg_catalog.date_part('epoch',
+            pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) / 1000) & 33554431) << 38))
             & 9223371487103156223) - 1) & -4194304) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
             '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(

@@ -10,7 +10,7 @@ AS $$
 DECLARE
     claim text[] := pg_catalog.string_to_array(
         pg_catalog.current_setting('idfields.narrow_lease', true), ':');
-    tick bigint := COALESCE(now_tick, (idfields.clock_ms() - 1704067200000));
+    tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000));
     -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
     -- transaction's first ID, while the claim's sequence is still this very one, the
     -- transaction may write and the caller finds the claim's lease table.
@@ -87,7 +87,7 @@ CREATE OR REPLACE FUNCTION idfields."next_narrow"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1 - ((idfields.clock_ms() - 1704067200000) << 14)) & -9223372036854775793) > 0
+        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1 - ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) << 14)) & -9223372036854775793) > 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.narrow', true), '')::oid::regclass) + 1)
         ELSE idfields."issue_narrow"(pg_catalog.to_regclass('idfields_node_lease'))
     END;

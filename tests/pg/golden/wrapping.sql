@@ -51,7 +51,7 @@ CREATE OR REPLACE FUNCTION idfields."next_wrapping"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
     SELECT CASE
-        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((idfields.clock_ms() & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1 - (((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
             & -1024) = 0
         THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.wrapping', true), '')::oid::regclass) + 1)
         ELSE idfields."issue_wrapping"(pg_catalog.to_regclass('idfields_node_lease'))
