@@ -549,7 +549,8 @@ def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     s, name = shape.ts_shift, shape.name
     function = _ident(f"next_{name}_tick")
     low = shape.fixed | shape.seq_min
-    base = f"claim[1]::bigint << {shape.node_shift}" + (f" | {low}" if low else "")
+    base = f"NULLIF({_field_of_claim(1)}, '')::bigint << {shape.node_shift}"
+    base += f" | {low}" if low else ""
     # the bits of an ID outside its timestamp and sequence (node, constants, sign) are base's
     others = ~((((1 << shape.ts_bits) - 1) << s) | shape.seq_mask)
     tick_of = f"next_id >> {s}"
@@ -558,24 +559,24 @@ def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     clock = _clock(shape)
     rest = [*_internal_arguments(layout, shape, "tick"), str(shape.top)]
     setting = f"idfields.{name}"
+    sequence, lease = _field_of_claim(4), _field_of_claim(6)
     signature = f"idfields.{function}(now_tick bigint, visible_lease regclass)"
     create = f"""CREATE OR REPLACE FUNCTION {signature}
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
 AS $$
 DECLARE
-    claim text[] := pg_catalog.string_to_array(
-        pg_catalog.current_setting({_literal(setting + "_lease")}, true), ':');
+    claim text := pg_catalog.current_setting({_literal(setting + "_lease")}, true);
     tick bigint := COALESCE(now_tick, {clock});
     -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
     -- transaction's first ID, while the claim's sequence is still this very one, the
     -- transaction may write and the caller finds the claim's lease table.
     last bigint := pg_catalog.pg_sequence_last_value(CASE
         WHEN pg_catalog.current_setting({_literal(setting)}, true) <> ''
-            OR claim[4] = pg_catalog.to_regclass({_literal(f"pg_temp.idfields_{name}")})::oid::text
-            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+            OR {sequence} = pg_catalog.to_regclass({_literal(f"pg_temp.idfields_{name}")})::oid::text
+            AND {lease} = COALESCE(visible_lease::oid::text, {lease})
             AND pg_catalog.current_setting('transaction_read_only') = 'off'
-        THEN claim[4]::oid END);
+        THEN NULLIF({sequence}, '')::oid END);
     base bigint := {base};
     next_id bigint := GREATEST(last + 1, (tick << {s}) | base);
 BEGIN
@@ -589,7 +590,7 @@ BEGIN
             pg_catalog.current_setting({_literal(setting + "_limit")}, true), '')::bigint
     THEN
         RETURN pg_catalog.setval(
-            pg_catalog.set_config({_literal(setting)}, claim[4], true)::oid, next_id);
+            pg_catalog.set_config({_literal(setting)}, {sequence}, true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
         {", ".join(rest)});
@@ -598,6 +599,12 @@ $$;
 
 """
     return create, f"DROP FUNCTION IF EXISTS idfields.{function}(bigint, regclass);\n"
+
+
+def _field_of_claim(index: int) -> str:
+    """A field of the claim setting 'node:acquired:promise:sequence OID:holder:lease table OID',
+    '' where it has none (split_part(): no array to build and subscript)."""
+    return f"pg_catalog.split_part(claim, ':', {index})"
 
 
 def _with_top(shape: _Shape, bits: str) -> str:

@@ -8,19 +8,18 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
 AS $$
 DECLARE
-    claim text[] := pg_catalog.string_to_array(
-        pg_catalog.current_setting('idfields.fine_lease', true), ':');
+    claim text := pg_catalog.current_setting('idfields.fine_lease', true);
     tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint) - 1704067200000000));
     -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
     -- transaction's first ID, while the claim's sequence is still this very one, the
     -- transaction may write and the caller finds the claim's lease table.
     last bigint := pg_catalog.pg_sequence_last_value(CASE
         WHEN pg_catalog.current_setting('idfields.fine', true) <> ''
-            OR claim[4] = pg_catalog.to_regclass('pg_temp.idfields_fine')::oid::text
-            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6])
+            OR pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_fine')::oid::text
+            AND pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
             AND pg_catalog.current_setting('transaction_read_only') = 'off'
-        THEN claim[4]::oid END);
-    base bigint := claim[1]::bigint << 7;
+        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
+    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 7;
     next_id bigint := GREATEST(last + 1, (tick << 13) | base);
 BEGIN
     -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
@@ -33,7 +32,7 @@ BEGIN
             pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
     THEN
         RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.fine', claim[4], true)::oid, next_id);
+            pg_catalog.set_config('idfields.fine', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
         'fine', 'fine#30d758cf0517', tick, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, visible_lease, 0);
