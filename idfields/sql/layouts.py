@@ -560,6 +560,7 @@ def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
     rest = [*_internal_arguments(layout, shape, "tick"), str(shape.top)]
     setting = f"idfields.{name}"
     sequence, lease = _field_of_claim(4), _field_of_claim(6)
+    own = _literal(f"pg_temp.idfields_{name}")
     signature = f"idfields.{function}(now_tick bigint, visible_lease regclass)"
     create = f"""CREATE OR REPLACE FUNCTION {signature}
 RETURNS bigint
@@ -573,7 +574,7 @@ DECLARE
     -- transaction may write and the caller finds the claim's lease table.
     last bigint := pg_catalog.pg_sequence_last_value(CASE
         WHEN pg_catalog.current_setting({_literal(setting)}, true) <> ''
-            OR {sequence} = pg_catalog.to_regclass({_literal(f"pg_temp.idfields_{name}")})::oid::text
+            OR {sequence} = pg_catalog.to_regclass({own})::oid::text
             AND {lease} = COALESCE(visible_lease::oid::text, {lease})
             AND pg_catalog.current_setting('transaction_read_only') = 'off'
         THEN NULLIF({sequence}, '')::oid END);
