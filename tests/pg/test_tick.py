@@ -32,6 +32,27 @@ def user_layouts(pg_kwargs: dict[str, object]) -> None:
     install_layouts(pg_kwargs, NARROW, TAGGED)
 
 
+@pytest.mark.parametrize("function", [*GROWING, "next_traceid"])
+def test_a_hot_path_inlines_no_other_stored_body(connect: Connect, function: str) -> None:
+    """Every statement that uses the default plans the inlined hot path, and each SQL function
+    it calls is one more stored body read, decompressed and parsed at that planning (the simple
+    protocol plans every statement): the clock is written in, and what runs beyond the common
+    case is PL/pgSQL, planned once a session. With idfields.clock_ms() for the clock, each
+    hot path names that SQL function here."""
+    called = (
+        connect()
+        .execute(
+            "SELECT d.refobjid::regprocedure::text FROM pg_depend AS d "
+            "JOIN pg_proc AS p ON p.oid = d.refobjid JOIN pg_language AS l ON l.oid = p.prolang "
+            "WHERE d.classid = 'pg_proc'::regclass AND d.refclassid = 'pg_proc'::regclass "
+            "AND d.objid = to_regprocedure(%s) AND l.lanname = 'sql'",
+            [f"idfields.{function}()"],
+        )
+        .fetchall()
+    )
+    assert called == []
+
+
 @pytest.mark.parametrize("function", GROWING)
 def test_single_row_transactions_skip_the_generic_path(
     counted: psycopg.Connection[Any], function: str
