@@ -145,6 +145,7 @@ class LeaseSource:
         key = check_length("layout lease key", layout.lease_key, 64)
         holder = self._holder_name()
         limits = read_node_range(self._database)
+        _check_one_lease_table(self._database)
         nodes = limits.nodes(placed.minimum, placed.maximum)
         if not nodes:
             raise NodeError(
@@ -274,41 +275,55 @@ class LeaseSource:
         lease row that a rollback took back. A node whose durable fence is further ahead than
         a generator's run-ahead is left (L5)."""
         expires = now + self._ttl_ms
-        with self._no_backend_on(layout, node) as durable:
-            if durable is None or durable > now + CLAIM_AHEAD_MS:
-                return None
-            fence = max(fence, durable)
-            if old is None:
-                won = insert_if_absent(
-                    self._database,
-                    "idfields_node_lease",
-                    ("layout", "node", "holder", "acquired_at_ms", "expires_at_ms"),
-                    (layout, node, holder, now, expires),
-                )
-            else:
-                won = (
-                    self._database.execute(
-                        "UPDATE idfields_node_lease SET holder = %s, acquired_at_ms = %s, "
-                        "expires_at_ms = %s WHERE layout = %s AND node = %s AND holder = %s "
-                        "AND acquired_at_ms = %s AND expires_at_ms = %s",
-                        [holder, now, expires, layout, node, old.holder, old.acquired, old.expires],
-                    ).rowcount
-                    == 1
-                )
+        try:
+            with self._no_backend_on(layout, node) as durable_fence:
+                if durable_fence is None:
+                    return None
+                won = self._write_claim(layout, node, old, holder, now, expires)
+                # Read once the row is ours: a backend's renewal this write waited for raised
+                # the fence over the IDs it handed out before it rolled back.
+                durable = durable_fence() if won else 0
+                if durable > now + CLAIM_AHEAD_MS:
+                    raise _FencedAhead
+        except _FencedAhead:  # the claim is rolled back: the node is left (L5)
+            return None
         if not won:
             return None
         old_expiry = 0 if old is None else old.expires
         reclaimed = old is not None and old.holder != "" and old.expires >= now
-        return _Lease(self, layout, node, holder, now, expires, max(old_expiry, fence), reclaimed)
+        fence = max(old_expiry, fence, durable)
+        return _Lease(self, layout, node, holder, now, expires, fence, reclaimed)
+
+    def _write_claim(
+        self, layout: str, node: int, old: _Row | None, holder: str, now: int, expires: int
+    ) -> bool:
+        """The claim's one write: insert a never-used row, or update ``old`` as read (L2)."""
+        if old is None:
+            return insert_if_absent(
+                self._database,
+                "idfields_node_lease",
+                ("layout", "node", "holder", "acquired_at_ms", "expires_at_ms"),
+                (layout, node, holder, now, expires),
+            )
+        return (
+            self._database.execute(
+                "UPDATE idfields_node_lease SET holder = %s, acquired_at_ms = %s, "
+                "expires_at_ms = %s WHERE layout = %s AND node = %s AND holder = %s "
+                "AND acquired_at_ms = %s AND expires_at_ms = %s",
+                [holder, now, expires, layout, node, old.holder, old.acquired, old.expires],
+            ).rowcount
+            == 1
+        )
 
     @contextmanager
-    def _no_backend_on(self, layout: str, node: int) -> Iterator[int | None]:
-        """None when a database backend holds ``node``; else the node's durable fence (unix ms,
-        0 for none). On PostgreSQL a transaction around the claim holds the node's advisory
-        lock, so no backend claims it meanwhile (L8), and every fence a backend wrote for it
-        is in place once the lock is ours (D7 of lease-protocol-database.md)."""
+    def _no_backend_on(self, layout: str, node: int) -> Iterator[Callable[[], int] | None]:
+        """None when a database backend holds ``node``; else a reader of the node's durable
+        fence (unix ms, 0 for none). On PostgreSQL a transaction around the claim holds the
+        node's advisory lock, so no backend claims it meanwhile (L8); every fence a backend
+        wrote for it is in place once the lock and the claimed row are ours (D7 of
+        lease-protocol-database.md): read it after the claim's write, never before a wait."""
         if self._database.vendor != "postgresql":
-            yield 0
+            yield lambda: 0
             return
         with self._database.atomic():
             locked, readable = self._database.execute(
@@ -323,7 +338,7 @@ class LeaseSource:
             if not locked:
                 yield None
             elif readable is None:  # the database functions are not installed
-                yield 0
+                yield lambda: 0
             elif not readable:
                 raise NodeError(
                     "this role may not read the nodes' durable fences (what database backends "
@@ -331,11 +346,14 @@ class LeaseSource:
                     "node safely: GRANT USAGE ON SCHEMA idfields TO the application's role"
                 )
             else:
-                durable = self._database.execute(
-                    "SELECT COALESCE(pg_catalog.pg_sequence_last_value(CAST(%s AS regclass)), 0)",
-                    [f"idfields.{_fence_sequence(layout, node)}"],
-                ).rows
-                yield int(durable[0][0])
+                yield lambda: self._durable_fence(layout, node)
+
+    def _durable_fence(self, layout: str, node: int) -> int:
+        rows = self._database.execute(
+            "SELECT COALESCE(pg_catalog.pg_sequence_last_value(CAST(%s AS regclass)), 0)",
+            [f"idfields.{_fence_sequence(layout, node)}"],
+        ).rows
+        return int(rows[0][0])
 
     def _holder_name(self) -> str:
         return check_length("lease holder", _holders.this_process(self._holder), 255)
@@ -507,6 +525,10 @@ def lease_lock_key(lease_key: str) -> int:
     return int.from_bytes(digest.digest()[:4], "big") & 0x7FFF_FFFF
 
 
+class _FencedAhead(Exception):
+    """A claimed node's durable fence lies past the run-ahead: the claim is rolled back."""
+
+
 def _fence_sequence(lease_key: str, node: int) -> str:
     """The sequence in schema idfields that holds the node's durable fence, as the SQL
     functions' fence_bucket() names it: 1,024 of them, shared by nodes and layouts alike."""
@@ -560,6 +582,39 @@ def read_node_range(database: Database) -> noderange.NodeRange:
     exists = database.execute(noderange.EXISTS).rows
     rows = database.execute(noderange.READ).rows if exists and exists[0][0] else []
     return noderange.from_rows(exists, rows)
+
+
+def _check_one_lease_table(database: Database) -> None:
+    """On PostgreSQL with the SQL functions installed: refuse to lease from another
+    ``idfields_node_lease`` than theirs (a copy in a schema earlier on the search_path, one per
+    tenant), as they refuse such a caller: two tables would hand out one node space twice."""
+    if database.vendor != "postgresql":
+        return
+    installed = database.execute(
+        "SELECT pg_catalog.to_regprocedure('idfields.lease_table()') IS NOT NULL"
+    ).rows
+    if not installed[0][0]:
+        return
+    ours, theirs = database.execute(
+        f"SELECT ({_QUALIFIED} pg_catalog.to_regclass('idfields_node_lease')), "
+        f"({_QUALIFIED} idfields.lease_table())"
+    ).rows[0]
+    if ours is not None and theirs is not None and ours != theirs:
+        raise NodeError(
+            f"this process leases nodes from {ours}, but the database functions "
+            f"(idfields.next_<layout>()) lease from {theirs}: the two would hand out the same "
+            "nodes and repeat IDs. Keep one copy of the idfields tables on the connection's "
+            f"search_path ({theirs} first), or install the functions again with lease_schema "
+            "set to the schema of the table this process uses"
+        )
+
+
+# The schema-qualified name of the relation whose OID follows.
+_QUALIFIED = (
+    "SELECT pg_catalog.quote_ident(n.nspname) OPERATOR(pg_catalog.||) '.' "
+    "OPERATOR(pg_catalog.||) pg_catalog.quote_ident(c.relname) FROM pg_catalog.pg_class AS c "
+    "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace WHERE c.oid ="
+)
 
 
 def _candidates(nodes: range, rows: Mapping[int, _Row], now: int) -> Iterator[int]:

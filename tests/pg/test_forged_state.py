@@ -5,10 +5,13 @@ and the role can read who holds which node (lease-protocol invariants D4 and D5)
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql as pgsql
 
+from idfields.layouts import Layout
 from tests.pg.conftest import Connect, install_layouts
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
@@ -44,9 +47,30 @@ def test_nodes_blocked_by_advisory_locks_are_not_called_leased(connect: Connect)
     try:
         with pytest.raises(psycopg.errors.ConfigurationLimitExceeded) as raised:
             connect().execute("SELECT idfields.next_snowflake()")
-        assert "0 of 1024 are held by live leases, the other 1024 are locked" in str(raised.value)
+        message = str(raised.value)
+        assert "0 of 1024 are held by live leases, 1024 are locked by other sessions" in message
     finally:
         blocker.execute("SELECT pg_advisory_unlock_all()")
+
+
+def test_a_node_skipped_for_its_durable_fence_is_called_fenced(
+    connect: Connect, one_node: Layout
+) -> None:
+    """The one node's durable fence 5 s ahead of the clock (a layout sharing its sequence ran
+    ahead, or the clock stepped back), no lease row, no lock: the claim skips the node and says
+    so (blaming other sessions' advisory locks, which no session held: 1 of 1)."""
+    admin = connect()
+    admin.execute(
+        "SELECT idfields.raise_node_fence(idfields.fence_bucket(idfields.lease_lock_key(%s), 0), "
+        "idfields.clock_ms() + 5000)",
+        [one_node.lease_key],
+    )
+    issue = pgsql.SQL("SELECT idfields.{}()").format(pgsql.Identifier(f"next_{one_node.name}"))
+    with pytest.raises(psycopg.errors.ConfigurationLimitExceeded) as raised:
+        connect().execute(issue)
+    message = str(raised.value).splitlines()[0]
+    assert "0 of 1 are held by live leases, 0 are locked by other sessions" in message
+    assert "1 are fenced" in message
 
 
 def test_the_app_role_reads_the_node_holders(connect: Connect, app_role: str) -> None:
@@ -164,3 +188,66 @@ def test_every_function_a_role_may_run_takes_nothing_forgeable(
     owners_only = {name for name, *_, may in rows if not may}
     internal = {"next_narrow_tick(bigint,regclass)", "issue_wrapping_at(bigint,regclass)"}
     assert {f"idfields.{name}" for name in internal} <= owners_only
+
+
+def forge_switch(conn: psycopg.Connection[Any], sequence: int, node: int) -> None:
+    """Set this session's snowflake switch to ``sequence`` (an OID), its claim to ``node`` and
+    its limit far ahead, and call the owner-run issuer with them, refused or not."""
+    try:
+        with conn.transaction():
+            conn.execute("SELECT set_config('idfields.snowflake', %s, true)", [str(sequence)])
+            conn.execute(
+                "SELECT set_config('idfields.snowflake_lease', %s, false)", [f"{node}:0:0:0:0:0"]
+            )
+            conn.execute("SELECT set_config('idfields.snowflake_limit', '999999999999', false)")
+            conn.execute("SELECT idfields.issue_snowflake(NULL)")
+    except psycopg.Error:
+        pass  # refused
+
+
+def test_a_forged_switch_moves_no_sequence_the_role_may_not_write(
+    connect: Connect, app_role: str
+) -> None:
+    """The owner's table, its bigserial at 3. The app role, denied setval() on it, names it in
+    the switch; the owner-run issuer must not setval() it (an issuer that trusts the switch:
+    3 to about 3.8e17)."""
+    owner = connect()
+    table = pgsql.Identifier(f"forged_switch_{secrets.token_hex(3)}")
+    owner.execute(pgsql.SQL("CREATE TABLE {} (id bigserial PRIMARY KEY, x int)").format(table))
+    owner.execute(pgsql.SQL("INSERT INTO {} (x) VALUES (1), (2), (3)").format(table))
+    sequence = owner.execute(
+        "SELECT pg_get_serial_sequence(%s, 'id')::regclass::oid", [table.as_string(owner)]
+    ).fetchone()[0]
+    app = connect(user=app_role)
+    with pytest.raises(psycopg.errors.InsufficientPrivilege):
+        app.execute("SELECT setval(%s::oid::regclass, 100)", [sequence])
+    forge_switch(app, sequence, 0)
+    value = owner.execute("SELECT pg_sequence_last_value(%s::oid::regclass)", [sequence])
+    assert value.fetchone() == (3,)
+    owner.execute(pgsql.SQL("DROP TABLE {}").format(table))
+
+
+def test_a_forged_switch_never_moves_a_durable_fence(
+    connect: Connect, app_role: str, one_node: Layout
+) -> None:
+    """The app role names a node's durable fence in the switch (a claim on the node of the
+    fence's value, read as an ID); the owner-run issuer must not setval() it (an issuer that
+    trusts the switch: from about 1.8e12 to about 3.8e17, and every later claim of the node
+    fails, bigint out of range)."""
+    admin = connect()
+    tick = int(admin.execute("SELECT idfields.clock_ms() - 1704067200000").fetchone()[0])
+    hook = pgsql.SQL("SELECT idfields.{}(%s)").format(pgsql.Identifier(f"next_{one_node.name}_at"))
+    first = connect()
+    first.execute(hook, [tick])  # the node's first claim raises its fence
+    first.close()  # its advisory lock goes with the session
+    name = admin.execute(
+        "SELECT 'idfields.fence_' || idfields.fence_bucket(idfields.lease_lock_key(%s), 0)",
+        [one_node.lease_key],
+    ).fetchone()[0]
+    fence = f"SELECT pg_sequence_last_value('{name}'::regclass)"
+    before = int(admin.execute(fence.encode()).fetchone()[0])
+    app = connect(user=app_role)
+    sequence = app.execute("SELECT %s::regclass::oid", [name]).fetchone()[0]
+    forge_switch(app, sequence, (before >> 12) & 1023)
+    assert admin.execute(fence.encode()).fetchone() == (before,)
+    connect().execute(hook, [tick + 10_000])  # the node is claimed again once lapsed

@@ -7,6 +7,8 @@ another backend's claim, an app process's claim of a lapsed or never-used node."
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import psycopg
@@ -179,3 +181,62 @@ def test_the_app_role_reads_the_durable_fences_and_never_writes_them(
                 conn.execute(sql.SQL("SELECT " + write).format(qualified))
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         conn.execute("SELECT idfields.raise_node_fence(0, 1)")
+
+
+def test_a_lapsed_row_given_back_by_a_rollback_is_claimed_not_renewed(
+    connect: Connect, one_node: Layout
+) -> None:
+    """A backend lets go of its advisory locks (``pg_advisory_unlock_all()``, which job queues
+    and hand-written pooler reset lists run) and idles past its lease. Another backend claims
+    the lapsed node, issues and rolls back: the row is the first backend's again, lapsed. The
+    first backend's next call must not renew it as its own, but claim it, starting after the
+    durable fence (a renewal: 10 of the other backend's 10 IDs repeated). The other backend
+    still holds the node's advisory lock, so the claim may also be refused."""
+    old, other = connect(), connect()
+    t0 = clock_tick(old)
+    ids_at(old, one_node, t0)  # claims node 0, committed: promise about t0 + 2 s
+    old.execute("SELECT pg_advisory_unlock_all()")
+    other.execute("BEGIN")
+    theirs = ids_at(other, one_node, t0 + 3000)  # the old row lapsed: claimed, fenced
+    other.execute("ROLLBACK")
+    try:
+        again = ids_at(old, one_node, t0 + 3000)
+    except psycopg.errors.ConfigurationLimitExceeded as error:  # the node is locked
+        assert "locked by other sessions" in str(error)
+        again = set()
+    assert len(theirs & again) == 0
+
+
+def test_an_app_claim_that_waited_for_a_rolled_back_renewal_starts_after_its_ids(
+    connect: Connect, postgres_url: str, one_node: Layout
+) -> None:
+    """A backend takes its lapsed row back in an open transaction, then lets go of its advisory
+    locks (``pg_advisory_unlock_all()``). An app process claims the node as the row was
+    committed: its UPDATE waits for the backend's. The backend renews, raising the durable
+    fence over the IDs it hands out, and rolls back; the app's claim then goes through and
+    must start after that fence (with the fence read before the UPDATE waited: 10 of the
+    backend's 10 IDs repeated)."""
+    admin, old = connect(), connect()
+    t0 = clock_tick(old)
+    ids_at(old, one_node, t0)  # claims node 0, committed: promise about t0 + 2 s
+    old.execute("BEGIN")
+    ids_at(old, one_node, t0 + 2500)  # takes the lapsed row back, uncommitted: the row is locked
+    old.execute("SELECT pg_advisory_unlock_all()")
+    now = [t0 + 3400]
+    database = DbApiDatabase("postgresql", postgres_url)
+    clock = lambda: (EPOCH_MS + now[0]) * 1_000_000  # noqa: E731
+    generator = make_generator(one_node, LeaseSource(database, clock=clock), clock=clock)
+    app_ids: list[int] = []
+    app = threading.Thread(target=lambda: app_ids.extend(generator() for _ in range(10)))
+    app.start()
+    waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted AND pid <> %s AND pid <> %s"
+    pids = [old.info.backend_pid, admin.info.backend_pid]
+    while app.is_alive() and admin.execute(waiting, pids).fetchone() == (0,):
+        time.sleep(0.005)  # polling until the app's UPDATE waits for the row lock
+    theirs = ids_at(old, one_node, t0 + 3400)  # renews: the fence moves past t0 + 3400
+    old.execute("ROLLBACK")
+    app.join()
+    generator.close()
+    database.close()
+    assert len(app_ids) == 10
+    assert len(theirs & set(app_ids)) == 0

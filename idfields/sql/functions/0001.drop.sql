@@ -31,6 +31,7 @@ DROP FUNCTION IF EXISTS idfields.time_next(text, text, bigint, bigint, bigint, i
 DROP FUNCTION IF EXISTS idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer,
     integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
     regclass);
+DROP FUNCTION IF EXISTS idfields.lease_table();
 DROP FUNCTION IF EXISTS idfields.node_range();
 DROP FUNCTION IF EXISTS idfields.time_slow_path(text, text, bigint, bigint, bigint, integer,
     integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,

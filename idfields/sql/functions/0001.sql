@@ -230,26 +230,56 @@ BEGIN ATOMIC
 END;
 
 -- Raise the fence sequence fence_<bucket> to until_ms (never lowers it). Nodes share a
--- sequence, and setval() is no compare-and-set: a session advisory lock of the sequence (class
+-- sequence, and setval() is no compare-and-set: an advisory lock of the sequence (class
 -- 1057257585 = lease_lock_key('idfields_fence'), object the bucket) makes the read and the
--- write one step. Few statements: after a pooler's DISCARD ALL each one is planned again.
+-- write one step. It is a transaction lock taken inside a block that always ends in an
+-- exception: the block's subtransaction ends, and lets the lock go, before the function
+-- returns, whether the raise wrote, failed or was cancelled (setval() is not undone with it).
+-- Every role may take advisory locks: a session holding this one is waited for about a second
+-- at most, then named. A raise to where the fence stands takes no lock. Few statements: after
+-- a pooler's DISCARD ALL each one is planned again.
 CREATE OR REPLACE FUNCTION idfields.raise_node_fence(bucket integer, until_ms bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 AS $$
+DECLARE
+    seq regclass := pg_catalog.to_regclass('idfields.fence_' || bucket);
+    waited_ms integer := 0;
 BEGIN
-    PERFORM pg_catalog.pg_advisory_lock(1057257585, bucket);
-    BEGIN  -- a session lock outlives an error: let it go whatever happens
-        PERFORM pg_catalog.setval(f.seq, until_ms)
-        FROM pg_catalog.to_regclass('idfields.fence_' || bucket) AS f(seq)
-        WHERE until_ms > COALESCE(pg_catalog.pg_sequence_last_value(f.seq), 0);
-    EXCEPTION WHEN OTHERS OR query_canceled THEN
-        PERFORM pg_catalog.pg_advisory_unlock(1057257585, bucket);
-        RAISE;
+    IF until_ms <= COALESCE(pg_catalog.pg_sequence_last_value(seq), 0) THEN
+        RETURN;  -- a fence only grows: a raise to where it stands writes nothing
+    END IF;
+    BEGIN
+        WHILE NOT pg_catalog.pg_try_advisory_xact_lock(1057257585, bucket) LOOP
+            IF waited_ms >= 1000 THEN
+                RAISE EXCEPTION 'idfields: the durable fence idfields.fence_% is locked by the '
+                    'session of pid % (advisory lock of class 1057257585, object %) for over '
+                    '1 s; only the idfields functions take it, for a few microseconds', bucket,
+                    (SELECT pg_catalog.string_agg(l.pid::text, ', ') FROM pg_catalog.pg_locks AS l
+                     WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 1057257585
+                       AND l.objid = bucket AND l.objsubid = 2), bucket
+                    USING ERRCODE = '55P03',
+                    HINT = 'End that session (pg_terminate_backend(pid)) or have it call '
+                           'pg_advisory_unlock_all(), then retry; no ID was issued.';
+            END IF;
+            PERFORM pg_catalog.pg_sleep(LEAST(waited_ms + 1, 100) / 1000.0);
+            waited_ms := waited_ms + LEAST(waited_ms + 1, 100);
+        END LOOP;
+        PERFORM pg_catalog.setval(seq, until_ms)
+        WHERE until_ms > COALESCE(pg_catalog.pg_sequence_last_value(seq), 0);
+        RAISE SQLSTATE 'IDF01';  -- ends the subtransaction, and the lock with it
+    EXCEPTION WHEN SQLSTATE 'IDF01' THEN
+        NULL;
     END;
-    PERFORM pg_catalog.pg_advisory_unlock(1057257585, bucket);
 END
 $$;
+
+-- The lease table the functions lease from (lease_schema of the install). An app process on
+-- PostgreSQL leases from the table its search_path finds and refuses to when that is another
+-- one: two tables would hand out one node space twice.
+CREATE OR REPLACE FUNCTION idfields.lease_table() RETURNS regclass
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT pg_catalog.to_regclass('@lease_schema@.idfields_node_lease') $$;
 
 -- The nodes this database issues on, set below by the install (see the header).
 DO $node_range$
@@ -334,6 +364,10 @@ DECLARE
     mine text := '^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$';
     mine_prefix text := 'pg:' || pg_catalog.pg_backend_pid() || ':';
     durable bigint;
+    -- Nodes a claim skipped for a durable fence past the window (D5 names them).
+    fenced integer := 0;
+    -- The clock when called: now_ms moves with it where a statement must read the time it runs.
+    called_ms bigint := idfields.clock_ms();
     last bigint;
     pos bigint;
     pos_tick bigint;
@@ -455,12 +489,18 @@ BEGIN
         -- The layout's nodes inside this database's range: every claim and renewal stays there.
         SELECT GREATEST(node_min, r.first_node), LEAST(node_max, r.last_node), r.fenced_until_ms
         INTO first_node, last_node, fenced_until_ms FROM idfields.node_range() AS r;
-        IF claimed IS NOT NULL THEN  -- renew our claim if the row is still ours
+        -- Renew our claim if the row is still ours and has not lapsed. A lapsed row may have
+        -- been claimed meanwhile (this backend's advisory lock may be gone too:
+        -- pg_advisory_unlock_all()) by a transaction that issued, raised the durable fence and
+        -- rolled back, leaving the row as it was: only a claim, which reads the fence, takes it
+        -- back (D7). The clock is read as the row is, after any wait for that transaction.
+        IF claimed IS NOT NULL THEN
             UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
             WHERE l.layout = lease_key AND l.node = claimed
               AND l.holder = me AND l.acquired_at_ms = acquired
+              AND l.expires_at_ms >= now_ms + idfields.clock_ms() - called_ms
               AND l.node BETWEEN first_node AND last_node;
-            IF NOT FOUND THEN  -- an app process took the lapsed row: claim another node
+            IF NOT FOUND THEN  -- lapsed, or an app process took it: claim
                 claimed := NULL;
             END IF;
         END IF;
@@ -570,6 +610,7 @@ BEGIN
                         claimed := cand.node;
                         EXIT;
                     END IF;
+                    fenced := fenced + CASE WHEN FOUND THEN 1 ELSE 0 END;
                     PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
                 END LOOP;
             END IF;
@@ -596,6 +637,7 @@ BEGIN
                         claimed := cand.node;
                         EXIT;
                     END IF;
+                    fenced := fenced + CASE WHEN durable > now_tick + max_ahead THEN 1 ELSE 0 END;
                     PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
                 END LOOP;
             END IF;
@@ -612,14 +654,18 @@ BEGIN
                 WHERE l.layout = lease_key AND l.expires_at_ms >= now_ms
                   AND l.node BETWEEN first_node AND last_node;
                 RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
-                    'the other % are locked by other sessions (advisory locks of class %)',
-                    layout, last, last_node - first_node + 1, last_node - first_node + 1 - last, key
+                    '% are locked by other sessions (advisory locks of class %), % are fenced: '
+                    'their durable fences (idfields.fence_<n>) lie more than % ticks ahead of '
+                    'the clock', layout, last, last_node - first_node + 1,
+                    last_node - first_node + 1 - last - fenced, key, fenced, max_ahead
                     USING ERRCODE = '53400',
                     HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
                            '''advisory'', that classid) for the locks. Use fewer connections '
                            'that generate IDs, wait for dead holders'' leases to lapse, end the '
                            'sessions holding stray advisory locks, or choose a layout with more '
-                           'node bits.';
+                           'node bits. A durable fence lies ahead when a node sharing its '
+                           'sequence ran ahead or the clock stepped back: IDs resume on that '
+                           'node once the clock nears it.';
             END IF;
             -- A range narrowed while this claim waited for the table is seen now (each
             -- statement reads the latest commit): the claim is undone, never kept outside it.
