@@ -569,14 +569,15 @@ AS $$
 DECLARE
     claim text := pg_catalog.current_setting({_literal(setting + "_lease")}, true);
     tick bigint := COALESCE(now_tick, {clock});
-    -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
-    -- transaction's first ID, while the claim's sequence is still this very one, the
-    -- transaction may write and the caller finds the claim's lease table.
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
     last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.current_setting({_literal(setting)}, true) <> ''
-            OR {sequence} = pg_catalog.to_regclass({own})::oid::text
-            AND {lease} = COALESCE(visible_lease::oid::text, {lease})
-            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+        WHEN {sequence} = pg_catalog.to_regclass({own})::oid::text
+            AND (pg_catalog.current_setting({_literal(setting)}, true) <> ''
+            OR {lease} = COALESCE(visible_lease::oid::text, {lease})
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
         THEN NULLIF({sequence}, '')::oid END);
     base bigint := {base};
     next_id bigint := GREATEST(last + 1, (tick << {s}) | base);

@@ -190,23 +190,27 @@ def test_every_function_a_role_may_run_takes_nothing_forgeable(
     assert {f"idfields.{name}" for name in internal} <= owners_only
 
 
-def forge_switch(conn: psycopg.Connection[Any], sequence: int, node: int) -> None:
-    """Set this session's snowflake switch to ``sequence`` (an OID), its claim to ``node`` and
-    its limit far ahead, and call the owner-run issuer with them, refused or not."""
+def forge_switch(
+    conn: psycopg.Connection[Any], sequence: int, node: int, layout: str = "snowflake"
+) -> None:
+    """Set this session's switch of ``layout`` to ``sequence`` (an OID), its claim to ``node``
+    on that sequence, its limit far ahead, and call the owner-run issuer, refused or not."""
     try:
         with conn.transaction():
-            conn.execute("SELECT set_config('idfields.snowflake', %s, true)", [str(sequence)])
+            conn.execute(f"SELECT set_config('idfields.{layout}', %s, true)", [str(sequence)])
             conn.execute(
-                "SELECT set_config('idfields.snowflake_lease', %s, false)", [f"{node}:0:0:0:0:0"]
+                f"SELECT set_config('idfields.{layout}_lease', %s, false)",
+                [f"{node}:0:0:{sequence}:0:0"],
             )
-            conn.execute("SELECT set_config('idfields.snowflake_limit', '999999999999', false)")
-            conn.execute("SELECT idfields.issue_snowflake(NULL)")
+            conn.execute(f"SELECT set_config('idfields.{layout}_limit', '999999999999', false)")
+            conn.execute(f"SELECT idfields.issue_{layout}(NULL)")
     except psycopg.Error:
         pass  # refused
 
 
+@pytest.mark.parametrize("layout", ["snowflake", "traceid", "one_node"])
 def test_a_forged_switch_moves_no_sequence_the_role_may_not_write(
-    connect: Connect, app_role: str
+    connect: Connect, app_role: str, layout: str, request: pytest.FixtureRequest
 ) -> None:
     """The owner's table, its bigserial at 3. The app role, denied setval() on it, names it in
     the switch; the owner-run issuer must not setval() it (an issuer that trusts the switch:
@@ -221,7 +225,9 @@ def test_a_forged_switch_moves_no_sequence_the_role_may_not_write(
     app = connect(user=app_role)
     with pytest.raises(psycopg.errors.InsufficientPrivilege):
         app.execute("SELECT setval(%s::oid::regclass, 100)", [sequence])
-    forge_switch(app, sequence, 0)
+    if layout == "one_node":  # a user layout's issuer, rendered by idfields.sql.layouts
+        layout = request.getfixturevalue("one_node").name
+    forge_switch(app, sequence, 0, layout)
     value = owner.execute("SELECT pg_sequence_last_value(%s::oid::regclass)", [sequence])
     assert value.fetchone() == (3,)
     owner.execute(pgsql.SQL("DROP TABLE {}").format(table))

@@ -735,7 +735,7 @@ BEGIN
         last_id := first_id + LEAST(left_over, seq_mask - (first_id & seq_mask) + 1) - 1;
         IF last_id > first_id THEN
             PERFORM pg_catalog.setval(
-                pg_catalog.current_setting('idfields.' || layout)::oid::regclass, last_id);
+                pg_catalog.to_regclass('pg_temp.idfields_' || layout), last_id);
         END IF;
         RETURN NEXT;
         left_over := left_over - (last_id - first_id + 1);
@@ -768,6 +768,13 @@ DECLARE
     last bigint;
 BEGIN
     now_tick := COALESCE(now_tick, (idfields.clock_us() - epoch_us) / unit_us);
+    -- A switch naming anything but this session's own sequence was set by hand: never act on
+    -- it as the owner (D4).
+    IF seq IS NOT NULL
+        AND seq IS DISTINCT FROM pg_catalog.to_regclass('pg_temp.idfields_' || layout)
+    THEN
+        seq := NULL;
+    END IF;
     -- The transaction's first ID goes on with the session's claim when the slow path would
     -- only confirm it: the claim is on this very sequence (not dropped or recreated since),
     -- the transaction may write, the caller's search_path finds no other lease table than the
@@ -837,14 +844,15 @@ AS $$
 DECLARE
     claim text := pg_catalog.current_setting('idfields.snowflake_lease', true);
     tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000));
-    -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
-    -- transaction's first ID, while the claim's sequence is still this very one, the
-    -- transaction may write and the caller finds the claim's lease table.
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
     last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.current_setting('idfields.snowflake', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_snowflake')::oid::text
-            AND pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_snowflake')::oid::text
+            AND (pg_catalog.current_setting('idfields.snowflake', true) <> ''
+            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
         THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
     base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 12;
     next_id bigint := GREATEST(last + 1, (tick << 22) | base);

@@ -10,14 +10,15 @@ AS $$
 DECLARE
     claim text := pg_catalog.current_setting('idfields.narrow_lease', true);
     tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000));
-    -- The last ID of the claim's sequence, while the switch is set (a new tick) or, for the
-    -- transaction's first ID, while the claim's sequence is still this very one, the
-    -- transaction may write and the caller finds the claim's lease table.
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
     last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.current_setting('idfields.narrow', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_narrow')::oid::text
-            AND pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off'
+        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_narrow')::oid::text
+            AND (pg_catalog.current_setting('idfields.narrow', true) <> ''
+            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
         THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
     base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 4;
     next_id bigint := GREATEST(last + 1, (tick << 14) | base);
