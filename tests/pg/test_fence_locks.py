@@ -27,6 +27,7 @@ def test_a_session_holding_the_fence_locks_is_named_not_waited_for(
     (a claim, which raises its node's fence) fails within a bounded wait, naming the holder's
     pid (waiting for the lock without bound: still waiting when lock_timeout, 5 s here, ends
     it)."""
+    connect().execute("DELETE FROM public.idfields_node_lease WHERE layout = 'snowflake'")
     blocker = connect(user=app_role)
     blocker.execute(FENCE_LOCKS)
     victim = connect()

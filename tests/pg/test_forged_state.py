@@ -60,14 +60,23 @@ def test_a_node_skipped_for_its_durable_fence_is_called_fenced(
     ahead, or the clock stepped back), no lease row, no lock: the claim skips the node and says
     so (blaming other sessions' advisory locks, which no session held: 1 of 1)."""
     admin = connect()
-    admin.execute(
-        "SELECT idfields.raise_node_fence(idfields.fence_bucket(idfields.lease_lock_key(%s), 0), "
-        "idfields.clock_ms() + 5000)",
+    name = admin.execute(
+        "SELECT 'idfields.fence_' || idfields.fence_bucket(idfields.lease_lock_key(%s), 0)",
         [one_node.lease_key],
+    ).fetchone()[0]
+    fence = pgsql.Literal(name)
+    before = admin.execute(pgsql.SQL("SELECT pg_sequence_last_value({}::regclass)").format(fence))
+    before_ms = before.fetchone()[0]
+    admin.execute(
+        pgsql.SQL("SELECT setval({}::regclass, idfields.clock_ms() + 5000)").format(fence)
     )
     issue = pgsql.SQL("SELECT idfields.{}()").format(pgsql.Identifier(f"next_{one_node.name}"))
-    with pytest.raises(psycopg.errors.ConfigurationLimitExceeded) as raised:
-        connect().execute(issue)
+    try:
+        with pytest.raises(psycopg.errors.ConfigurationLimitExceeded) as raised:
+            connect().execute(issue)
+    finally:  # nothing was issued on the sequence's nodes meanwhile: its other nodes go on
+        restore = "SELECT setval({}::regclass, %s, %s)"
+        admin.execute(pgsql.SQL(restore).format(fence), [before_ms or 0, before_ms is not None])
     message = str(raised.value).splitlines()[0]
     assert "0 of 1 are held by live leases, 0 are locked by other sessions" in message
     assert "1 are fenced" in message
@@ -256,4 +265,3 @@ def test_a_forged_switch_never_moves_a_durable_fence(
     sequence = app.execute("SELECT %s::regclass::oid", [name]).fetchone()[0]
     forge_switch(app, sequence, (before >> 12) & 1023)
     assert admin.execute(fence.encode()).fetchone() == (before,)
-    connect().execute(hook, [tick + 10_000])  # the node is claimed again once lapsed
