@@ -88,6 +88,15 @@ def _child_ids(out: Path) -> list[int]:
     return list(ids)
 
 
+def _child_ids_apart_from(parent: list[int], pid: int, out: Path) -> list[int]:
+    """Wait for the child; its IDs, none of which the parent issued too."""
+    assert os.waitpid(pid, 0)[1] == 0
+    child = _child_ids(out)
+    duplicates = len(set(parent) & set(child))
+    assert duplicates == 0, f"{duplicates:,} duplicates"
+    return child
+
+
 @pytest.fixture
 def env_node(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     node = fresh_node()
@@ -106,10 +115,7 @@ def test_a_fixed_node_made_before_fork_and_first_used_after_is_never_shared(
     out = tmp_path / "child"
     pid = _in_child(lambda: generator.take(300_000), out, fork)
     parent = generator.take(300_000)
-    assert os.waitpid(pid, 0)[1] == 0
-    child = _child_ids(out)
-    duplicates = len(set(parent) & set(child))
-    assert duplicates == 0, f"{duplicates:,} duplicates"
+    _child_ids_apart_from(parent, pid, out)
     message = out.with_suffix(".error").read_text()
     assert "belongs to the parent process" in message and "IDFIELDS_NODE_ID" in message
     assert generator.take(10)[0] > parent[-1]  # the parent keeps its node
@@ -189,10 +195,8 @@ def test_a_tick_in_use_before_fork_is_never_continued_by_the_child(
     out = tmp_path / "child"
     pid = _in_child(lambda: [generator() for _ in range(200_000)], out, fork)
     parent += [generator() for _ in range(200_000)]
-    assert os.waitpid(pid, 0)[1] == 0
-    child = _child_ids(out)
-    duplicates = len(set(parent) & set(child))
-    assert len(child) == 200_000 and duplicates == 0, f"{duplicates:,} duplicates"
+    child = _child_ids_apart_from(parent, pid, out)
+    assert len(child) == 200_000
 
 
 def test_threads_of_a_child_racing_to_its_first_id_never_repeat(tmp_path: Path, fork: Fork) -> None:
@@ -208,11 +212,8 @@ def test_threads_of_a_child_racing_to_its_first_id_never_repeat(tmp_path: Path, 
     out = tmp_path / "child"
     pid = _in_child(in_threads, out, fork)
     parent += [generator() for _ in range(100_000)]
-    assert os.waitpid(pid, 0)[1] == 0
-    child = _child_ids(out)
+    child = _child_ids_apart_from(parent, pid, out)
     assert len(child) == len(set(child)) == 160_000
-    duplicates = len(set(parent) & set(child))
-    assert duplicates == 0, f"{duplicates:,} duplicates"
 
 
 class Releases(PerProcess):
@@ -267,10 +268,8 @@ def test_a_host_shared_generator_in_use_before_fork_never_repeats(
     out = tmp_path / "child"
     pid = _in_child(lambda: [generator() for _ in range(100_000)], out, fork)
     parent += [generator() for _ in range(100_000)]
-    assert os.waitpid(pid, 0)[1] == 0
-    child = _child_ids(out)
-    duplicates = len(set(parent) & set(child))
-    assert len(child) == 100_000 and duplicates == 0, f"{duplicates:,} duplicates"
+    child = _child_ids_apart_from(parent, pid, out)
+    assert len(child) == 100_000
 
 
 @pytest.mark.parametrize("mark", ["wiped page", "pid"])
