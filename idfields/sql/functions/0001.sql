@@ -440,6 +440,13 @@ BEGIN
         THEN
             claimed := NULL;
         END IF;
+        IF claimed IS NOT NULL AND NOT EXISTS (
+            SELECT FROM @lease_schema@.idfields_node_lease AS l
+            WHERE l.layout = lease_key AND l.node = claimed AND l.holder = me
+              AND l.acquired_at_ms = acquired AND l.expires_at_ms = promise)
+        THEN
+            claimed := NULL;
+        END IF;
     END IF;
     -- The sequence holds this backend's last ID: the one after it tells where to go on. Its
     -- tick is unwrapped against the clock (ahead by max_ahead + 1 at most, else behind).
