@@ -28,10 +28,10 @@ bench: $(VENV)/.installed-bench
 bench-quick: $(VENV)/.installed-bench
 	$(PYTHON) -m benchmarks --quick --out bench-out
 
-# Rewrites the docs' benchmark table (between the bench markers of docs/reference/benchmarks.md)
-# from bench-out/report.json of `make bench`.
+# Rewrites the benchmark tables (between the bench markers of docs/reference/benchmarks.md and
+# README.md) from bench-out/report.json of `make bench`.
 bench-docs: $(VENV)/.installed-bench
-	$(PYTHON) -m benchmarks.docs_page --report bench-out/report.json --page docs/reference/benchmarks.md
+	$(PYTHON) -m benchmarks.docs_page --report bench-out/report.json --page docs/reference/benchmarks.md --readme README.md
 
 $(PYTHON):
 	python3 -m venv $(VENV)

@@ -3,8 +3,9 @@
 Reads ``bench-out/report.json`` (``make bench`` writes it) and rewrites what lies between the
 ``<!-- bench:start -->`` and ``<!-- bench:end -->`` markers of docs/reference/benchmarks.md: when
 and under what load it was measured, then every target with its paired median ratio [min-max],
-met or missed, and the measured cost of each miss. Nothing is typed by hand, so the page cannot
-go stale without the diff showing it. ``make bench-docs`` runs it.
+met or missed, and the measured cost of each miss. The README's markers get the same table cut
+to the headline groups (:data:`HEADLINE`). Nothing is typed by hand, so neither can go stale
+without the diff showing it. ``make bench-docs`` runs it.
 """
 
 from __future__ import annotations
@@ -21,13 +22,18 @@ from benchmarks.rows import Row, check_rows
 
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 PAGE = Path("docs/reference/benchmarks.md")
+README = Path("README.md")
+#: The groups the README shows (by the start of their names): IDs made inside PostgreSQL and
+#: by the generator, where a user picks this package over a peer.
+HEADLINE = ("PostgreSQL", "generator")
 
 
-def table(report: dict[str, Any]) -> str:
-    """The markdown put between the markers: the run's context, then the targets table."""
+def table(report: dict[str, Any], groups: tuple[str, ...] = ()) -> str:
+    """The markdown put between the markers: the run's context, then the targets table of the
+    groups whose names start with one of ``groups`` (every group when empty)."""
     env = report["environment"]
     rows: list[Row] = check_rows(report["rows"])
-    judged = target_rows(rows)
+    judged = [pair for pair in target_rows(rows) if pair[0]["group"].startswith(groups or "")]
     met = sum(verdict.met is True for _, verdict in judged)
     skipped = [m for m in report["modules"] if m["status"] != "ok"]
     lines = [
@@ -44,29 +50,33 @@ def table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def rewrite(page: str, report: dict[str, Any]) -> str:
+def rewrite(page: str, report: dict[str, Any], groups: tuple[str, ...] = ()) -> str:
     """``page`` with the text between the markers replaced; ValueError without the markers."""
     head, start, rest = page.partition(START)
     _, end, tail = rest.partition(END)
     if not start or not end:
         raise ValueError(f"no {START} ... {END} markers in the page; put them where the table goes")
-    return f"{head}{START}\n{table(report)}\n{END}{tail}"
+    return f"{head}{START}\n{table(report, groups)}\n{END}{tail}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.docs_page", description=__doc__)
     parser.add_argument("--report", type=Path, default=Path("bench-out/report.json"))
     parser.add_argument("--page", type=Path, default=PAGE)
+    parser.add_argument("--readme", type=Path, default=README)
     args = parser.parse_args(argv)
     if not args.report.exists():
         parser.error(f"{args.report} does not exist; run `make bench` first")
     report = json.loads(args.report.read_text(encoding="utf-8"))
-    try:
-        text = rewrite(args.page.read_text(encoding="utf-8"), report)
-    except ValueError as error:
-        parser.error(str(error))
-    args.page.write_text(text, encoding="utf-8")
-    print(f"rewrote the benchmark table of {args.page} from {args.report}")
+    rewritten = {}
+    for path, groups in ((args.page, ()), (args.readme, HEADLINE)):
+        try:
+            rewritten[path] = rewrite(path.read_text(encoding="utf-8"), report, groups)
+        except ValueError as error:
+            parser.error(f"{path}: {error}")
+    for path, text in rewritten.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"rewrote the benchmark table of {path} from {args.report}")
     return 0
 
 

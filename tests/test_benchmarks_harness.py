@@ -22,7 +22,7 @@ import pytest
 from benchmarks import Skip
 from benchmarks.__main__ import discover, main, run_module
 from benchmarks.bench_generator import CALL_PURE, TAKE, ours_name
-from benchmarks.docs_page import END, START, rewrite
+from benchmarks.docs_page import END, HEADLINE, START, rewrite
 from benchmarks.rows import Row, check_rows, judge, make_row
 from benchmarks.timing import Paired, lead_row, paired, paired_rows
 
@@ -249,11 +249,15 @@ def test_quick_mode_runs_every_module(tmp_path: Path) -> None:
     assert judged and all(row["met"] in (True, False, None) for row in judged)
     text = rewrite(f"{START}\n{END}\n", report)
     assert "targets met" in text
+    headline = rewrite(f"{START}\n{END}\n", report, HEADLINE)
+    rows = [line for line in headline.splitlines() if line.startswith("| ")][1:]
+    groups = [line.removeprefix("| ").split(" | ")[0] for line in rows]
+    assert groups and all(group.startswith(HEADLINE) for group in groups)
+    assert len(rows) < text.count("\n| ") - 1  # the README's cut leaves groups out
 
 
-def test_the_benchmarks_page_has_the_markers() -> None:
-    """``make bench-docs`` rewrites docs/reference/benchmarks.md, which must keep its markers."""
-    from benchmarks.docs_page import PAGE
-
-    text = (ROOT / PAGE).read_text(encoding="utf-8")
+@pytest.mark.parametrize("page", ["docs/reference/benchmarks.md", "README.md"])
+def test_the_benchmark_pages_have_the_markers(page: str) -> None:
+    """``make bench-docs`` rewrites both pages, which must keep their markers."""
+    text = (ROOT / page).read_text(encoding="utf-8")
     assert text.count(START) == 1 and text.count(END) == 1
