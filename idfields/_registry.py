@@ -24,6 +24,7 @@ import threading
 import weakref
 from collections.abc import Callable
 
+from idfields import _forking
 from idfields.errors import GeneratorClosed, LayoutError
 from idfields.generators import IdSource
 from idfields.layouts import Layout
@@ -47,6 +48,12 @@ class SourceRegistry:
         self._by_key: dict[Key, IdSource] = {}
         self._by_name: dict[str, IdSource] = {}
         self._bound: list[tuple[weakref.ref[object], str]] = []  # (holder, attribute)
+        _forking.track(self)
+
+    def forked(self) -> None:
+        # A thread of the parent building a source (a lease claim) held the lock at the fork:
+        # that thread does not exist here, and its lock would stay held.
+        self._lock = threading.RLock()
 
     def get(self, key: Key) -> IdSource:
         """The current source of ``key``, built now if there is none."""

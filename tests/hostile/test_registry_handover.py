@@ -9,14 +9,20 @@ makes thousands of duplicates.
 from __future__ import annotations
 
 import functools
+import os
+import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
 from django.conf import settings
 from django.test import override_settings
+from generator_support import fresh_node
 
+from idfields._registry import SourceRegistry
 from idfields.errors import GeneratorClosed, NodeError
+from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout, get_layout
 from idfields.nodes import NodeSource, StaticNode
 from idfields.sqlalchemy_ext import configure, get_generator, id_default
@@ -147,3 +153,39 @@ def test_a_generator_rebuilt_while_django_swaps_its_settings_uses_the_new_ones()
         finally:
             settings._wrapped = wrapped
     assert get_layout("snowflake").decode(made).values["node"] == 5
+
+
+def test_a_child_forked_while_another_thread_holds_the_registry_lock_gets_its_source() -> None:
+    """gunicorn or multiprocessing forks while a thread of the parent is building a source under
+    the registry's lock (a lease claim can take a while): that thread does not exist in the
+    child, so the lock it holds must not stay held there, or the child's first ID waits forever."""
+    building, release = threading.Event(), threading.Event()
+
+    def build(layout: Layout) -> IdSource:
+        if layout.name == "snowflake":
+            building.set()
+            release.wait(30)
+        return make_generator(layout, node=fresh_node() if layout.name == "snowflake" else 7)
+
+    registry = SourceRegistry(get_layout, build)
+    holder = threading.Thread(target=registry.get, args=("snowflake",))
+    holder.start()
+    assert building.wait(10)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            registry.get("traceid")()
+            code = 0
+        finally:
+            os._exit(code)
+    release.set()
+    holder.join()
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG)) == (0, 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done == (0, 0):
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child still waited for the registry's lock after 20 s")
+    assert os.waitstatus_to_exitcode(done[1]) == 0
