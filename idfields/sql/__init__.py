@@ -8,6 +8,10 @@ knows what it replaces without being told, and a database holding a version this
 not know is refused instead of half replaced. The comment lives and dies with the schema, needs
 no table of its own, grant or drop statement, and pg_dump carries it.
 
+The built-in snowflake and traceid functions (but their decoders) come from the template of user
+layouts (:func:`idfields.sql.layouts.render_builtin_functions`), written in where the scripts
+say ``@builtin_layouts@``: one renderer for every time-based layout.
+
 The functions name the schema of the idfields tables (``lease_schema``): the install operations
 find it (:data:`FIND_LEASE_SCHEMAS`, :func:`lease_schema_from`) or take it as a parameter
 recorded in the migration.
@@ -19,6 +23,7 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from idfields.sql.layouts import render_builtin_functions
 from idfields.sql.noderange import node_range
 
 #: The version this package installs: its one SQL file, which its migrations name.
@@ -26,6 +31,7 @@ VERSION = "0001"
 
 _VERSION = re.compile(r"\d{4}")
 _SCHEMA_TOKEN = "@lease_schema@"
+_BUILTINS_TOKEN = "@builtin_layouts@"
 _COMMENT = re.compile(r"idfields SQL (\d{4})")
 _STATEMENT = re.compile(r"(?:(\$[A-Za-z_]*\$).*?\1|[^;])+", re.DOTALL)
 # Where the scripts are looked up, in this order: the package's own folder (tests add one).
@@ -88,6 +94,7 @@ def load(version: str, lease_schema: str = "public", nodes: object = None) -> st
     limits = node_range(nodes)
     return (
         _read(version, "")
+        .replace(_BUILTINS_TOKEN, render_builtin_functions()[0])
         .replace(_SCHEMA_TOKEN, quoted)
         .replace("@first_node@", str(limits.first))
         .replace("@last_node@", str(limits.last))
@@ -96,7 +103,7 @@ def load(version: str, lease_schema: str = "public", nodes: object = None) -> st
 
 def load_drop(version: str) -> str:
     """The script that removes what ``load(version)`` created (refused while a default uses it)."""
-    return _read(version, ".drop")
+    return _read(version, ".drop").replace(_BUILTINS_TOKEN, render_builtin_functions()[1])
 
 
 def load_leftovers(version: str, replaced_by: str) -> str:

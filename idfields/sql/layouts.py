@@ -1,19 +1,21 @@
-"""Database-side ID functions for user layouts: ``idfields.next_<name>()``, its test hook
+"""Database-side ID functions of a time-based layout: ``idfields.next_<name>()``, its test hook
 ``idfields.next_<name>_at(now_tick bigint)``, the bulk forms ``idfields.take_<name>(n)`` and
-``take_<name>_ranges(n)``, and ``idfields.decode_<name>(id[, reference])``, rendered in the style
-of the built-in ones.
+``take_<name>_ranges(n)``, what they run as the owner (``issue_<name>...``), and for user layouts
+``idfields.decode_<name>(id[, reference])``. The built-in snowflake and traceid functions are
+rendered here too (:func:`render_builtin_functions`, written into the functions' SQL where it
+says ``@builtin_layouts@``); their decoders are the SQL file's own.
 
 A binary layout ``[Constant...] Timestamp [Constant...] Node [Constant...] Sequence`` can be
-expressed: the same inlined SQL hot path as ``next_snowflake()`` (non-wrapping timestamps, with
-their own PL/pgSQL ``idfields.next_<name>_tick(now_tick, visible_lease)``, the geometry written
-in as literals) or ``next_traceid()`` (wrapping ones, through ``idfields.time_next()``) over a
-per-backend temporary sequence, all leasing under the layout's :attr:`~Layout.lease_key` like
-the app; the decoder is plain SQL like ``decode_snowflake()``, agreeing with
-:meth:`Layout.decode`. Beyond its common case the hot path calls ``idfields.issue_<name>()``,
-and the bulk forms ``issue_<name>_ranges(n)``: they run as the owner (SECURITY DEFINER) and take
-no geometry, lease key or tick from the caller, so the internal functions that do, the tick
-function, the ``_at`` test hook and its ``issue_<name>_at`` are revoked from PUBLIC. Every name
-is bound when the functions are created (BEGIN ATOMIC bodies, installed under a pinned
+expressed: an inlined SQL hot path over a per-backend temporary sequence, growing timestamps
+like ``next_snowflake()``, wrapping ones like ``next_traceid()``, all leasing under the layout's
+:attr:`~Layout.lease_key` like the app; the decoder is plain SQL like ``decode_snowflake()``,
+agreeing with :meth:`Layout.decode`. Beyond its common case the hot path makes one PL/pgSQL call,
+``idfields.issue_<name>(visible_lease)``, which checks a transaction's first ID (and an ID in a
+new tick) itself, the geometry written in as literals, and hands anything else to
+``idfields.time_next()``; the bulk forms call ``issue_<name>_ranges(n)``. The issuers run as the
+owner (SECURITY DEFINER) and take no geometry, lease key or tick from the caller, so the internal
+functions that do, the ``_at`` test hook and its ``issue_<name>_at`` are revoked from PUBLIC.
+Every name is bound when the functions are created (BEGIN ATOMIC bodies, installed under a pinned
 search_path). Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
 
 The SQL depends only on the layout's data (golden files in ``tests/pg/golden/`` hold it for
@@ -31,7 +33,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeAlias
 
 from idfields.errors import LayoutError
-from idfields.layouts import Constant, Layout, Node, PlacedField, Sequence, Timestamp
+from idfields.layouts import (
+    SNOWFLAKE,
+    TRACEID,
+    Constant,
+    Layout,
+    Node,
+    PlacedField,
+    Sequence,
+    Timestamp,
+)
 
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
@@ -41,6 +52,8 @@ LayoutLike: TypeAlias = Layout | Mapping[str, Any]
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,53}")
 # Names whose functions or settings ('idfields.<name>', '_lease', '_limit') the built-ins use.
 _TAKEN = frozenset({"snowflake", "traceid", "decimal", "decimal_generator"})
+# The built-in layouts whose functions the renderer writes into the functions' SQL.
+_BUILTINS = (SNOWFLAKE, TRACEID)
 _SUFFIXES = ("_lease", "_limit")
 _CLOCK_UNITS = ("s", "10ms", "ms", "us")  # clock_timestamp() has microseconds, no finer
 _MIN_WRAP_S = 86_400
@@ -91,43 +104,26 @@ class _Shape:
 
 
 def render_layout_function(layout: Layout) -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.next_<name>()``, ``next_<name>_at(bigint)``,
-    ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)``, ``decode_<name>(bigint[,
-    timestamptz])``, the issuers ``issue_<name>``, ``_at`` and ``_ranges`` (and a growing
-    layout's ``next_<name>_tick``)."""
+    """(create SQL, drop SQL) of a user layout's ``idfields.next_<name>()``,
+    ``next_<name>_at(bigint)``, ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)``,
+    ``decode_<name>(bigint[, timestamptz])`` and the issuers ``issue_<name>``, ``_at`` and
+    ``_ranges``."""
     shape = _shape(layout)
-    clock = _clock(shape)
-    render = _render_wrapping if shape.wraps else _render_growing
-    function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
+    functions, drop_functions = _render_functions(layout, shape)
     decoder, drop_decoder = _render_decoder(layout, shape)
-    tick, drop_tick = ("", "") if shape.wraps else _render_tick(layout, shape)
-    issuers, drop_issuers = _render_issuers(layout, shape)
-    take, drop_take = _render_take(shape)
     create = (
         f"-- idfields: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
-        f"{_PIN}\n"
-        f"{tick}"
-        f"{issuers}"
-        f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(shape, 'now_tick')};\nEND;\n"
-        f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(shape, clock)};\nEND;\n\n"
-        f"{take}"
-        f"{decoder}\n"
-        f"{_UNPIN}"
+        f"{_PIN}\n{functions}{decoder}\n{_UNPIN}"
     )
-    drop = (
-        f"{drop_take}"
-        f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
-        f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
-        f"{drop_issuers}"
-        f"{drop_tick}"
-        f"{drop_decoder}"
-    )
-    return create, drop
+    return create, drop_functions + drop_decoder
+
+
+def render_builtin_functions() -> tuple[str, str]:
+    """(create SQL, drop SQL) of the built-in snowflake and traceid functions but their
+    decoders, from the template of user layouts, for the functions' SQL file: it pins the
+    search_path itself."""
+    rendered = [_render_functions(layout, _shape(layout, builtin=True)) for layout in _BUILTINS]
+    return "".join(create for create, _ in rendered), "".join(drop for _, drop in rendered)
 
 
 def sql_digest(script: str) -> str:
@@ -155,7 +151,10 @@ def as_layout(layout: LayoutLike) -> Layout:
 # -- what can be expressed ----------------------------------------------------------------------
 
 
-def _shape(layout: Layout) -> _Shape:
+def _shape(layout: Layout, *, builtin: bool = False) -> _Shape:
+    """The layout's fields in the slow path's terms; ``builtin``: snowflake or traceid, whose
+    names a user layout may not take."""
+
     def fail(problem: str, fix: str) -> LayoutError:
         return LayoutError(
             f"layout {layout.name!r} cannot be generated inside PostgreSQL: {problem}; {fix}"
@@ -173,7 +172,7 @@ def _shape(layout: Layout) -> _Shape:
             "name it with 1-54 lowercase letters, digits and underscores, not starting with a "
             "digit (it becomes idfields.next_<name>() and pg_temp.idfields_<name>)",
         )
-    if name in _TAKEN or name.endswith(_SUFFIXES):
+    if not builtin and (name in _TAKEN or name.endswith(_SUFFIXES)):
         raise fail(
             "its name is used by the built-in functions (idfields.next_snowflake(), "
             "next_traceid(), next_decimal()) or ends in _lease/_limit, their settings' suffixes",
@@ -479,35 +478,54 @@ def _internal_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
     ]
 
 
+def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of the issuers, ``next_<name>_at(bigint)`` (revoked from
+    PUBLIC), ``next_<name>()`` and the bulk forms: everything of a layout but its decoder."""
+    render = _render_wrapping if shape.wraps else _render_growing
+    function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
+    issuers, drop_issuers = _render_issuers(layout, shape)
+    take, drop_take = _render_take(shape)
+    create = (
+        f"{issuers}"
+        f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
+        f"BEGIN ATOMIC\n{render(shape, 'now_tick')};\nEND;\n"
+        f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
+        f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
+        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
+        f"BEGIN ATOMIC\n{render(shape, _clock(shape))};\nEND;\n\n"
+        f"{take}"
+    )
+    drop = (
+        f"{drop_take}"
+        f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
+        f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
+        f"{drop_issuers}"
+    )
+    return create, drop
+
+
 def _render_issuers(layout: Layout, shape: _Shape) -> tuple[str, str]:
     """(create SQL, drop SQL) of what the public functions run as the owner (SECURITY
     DEFINER), the layout's geometry written in: ``issue_<name>(visible_lease)`` (the clock's
-    tick), ``issue_<name>_at(now_tick, visible_lease)`` (the test hook's, revoked from PUBLIC
-    with the layout's tick function) and ``issue_<name>_ranges(n, visible_lease)``."""
+    tick), ``issue_<name>_at(now_tick, visible_lease)`` (the test hook's, revoked from PUBLIC)
+    and ``issue_<name>_ranges(n, visible_lease)``. The first two hold the same body, the tick
+    aside: one PL/pgSQL call a transaction (a call of one from the other would cost the
+    plain one a second call and its SET clause)."""
     name = shape.name
     issue, at = _ident(f"issue_{name}"), _ident(f"issue_{name}_at")
     ranges = _ident(f"issue_{name}_ranges")
-    tick = _ident(f"next_{name}_tick")
-
-    def issued(now: str) -> str:
-        if shape.wraps:
-            arguments = [*_internal_arguments(layout, shape, now), str(shape.top)]
-            return f"idfields.time_next({', '.join(arguments)})"
-        return f"idfields.{tick}({now}, visible_lease)"
-
-    revoked = [f"idfields.{at}(bigint, regclass)"]
-    if not shape.wraps:
-        revoked.append(f"idfields.{tick}(bigint, regclass)")
+    clock = _clock(shape)
     taken = ", ".join(_internal_arguments(layout, shape, "n"))
     create = (
         f"CREATE OR REPLACE FUNCTION idfields.{issue}(visible_lease regclass) RETURNS bigint\n"  # noqa: S608 (quoted names, literals)
         f"{_ISSUER.format(extra='COST 1 ')}"
-        f"BEGIN\n    RETURN {issued('NULL')};\nEND\n$$;\n\n"
+        f"{_first_id(layout, shape, clock)}\n"
         f"CREATE OR REPLACE FUNCTION idfields.{at}(now_tick bigint, visible_lease regclass)\n"
         f"RETURNS bigint\n"
         f"{_ISSUER.format(extra='COST 1 ')}"
-        f"BEGIN\n    RETURN {issued('now_tick')};\nEND\n$$;\n"
-        f"REVOKE ALL ON FUNCTION {', '.join(revoked)} FROM PUBLIC;\n\n"
+        f"{_first_id(layout, shape, f'COALESCE(now_tick, {clock})')}"
+        f"REVOKE ALL ON FUNCTION idfields.{at}(bigint, regclass) FROM PUBLIC;\n\n"
         f"CREATE OR REPLACE FUNCTION idfields.{ranges}(\n"
         f"    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint\n"
         f") RETURNS SETOF record\n"
@@ -540,35 +558,42 @@ def _hot_path(shape: _Shape, now: str, test: str) -> str:
     END"""
 
 
-def _render_tick(layout: Layout, shape: _Shape) -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.next_<name>_tick(now_tick, visible_lease)``: the
-    first ID of a transaction and an ID in a new tick in one step, the geometry as literals
-    (as next_snowflake_tick() in the functions' SQL); anything else is time_next(). PL/pgSQL
-    sets up every expression it evaluates again in each transaction, at a cost that grows with
-    the expression's function and operator nodes: few expressions, each value computed once."""
+def _first_id(layout: Layout, shape: _Shape, tick: str) -> str:
+    """An issuer's body, ``tick`` the tick it issues at: the first ID of a transaction and an
+    ID in a new tick in one step, the geometry as literals; anything else is time_next(). The
+    claim is 'node:acquired:promise:sequence OID:holder:lease table OID', the limit the last
+    tick the lease covers. PL/pgSQL sets up every expression it evaluates again in each
+    transaction, at a cost that grows with the expression's function and operator nodes: few
+    expressions, each value computed once."""
     s, name = shape.ts_shift, shape.name
-    function = _ident(f"next_{name}_tick")
     low = shape.fixed | shape.seq_min
     base = f"NULLIF({_field_of_claim(1)}, '')::bigint << {shape.node_shift}"
     base += f" | {low}" if low else ""
     # the bits of an ID outside its timestamp and sequence (node, constants, sign) are base's
     others = ~((((1 << shape.ts_bits) - 1) << s) | shape.seq_mask)
-    tick_of = f"next_id >> {s}"
-    if shape.top:
-        tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
-    clock = _clock(shape)
     rest = [*_internal_arguments(layout, shape, "tick"), str(shape.top)]
     setting = f"idfields.{name}"
     sequence, lease = _field_of_claim(4), _field_of_claim(6)
     own = _literal(f"pg_temp.idfields_{name}")
-    signature = f"idfields.{function}(now_tick bigint, visible_lease regclass)"
-    create = f"""CREATE OR REPLACE FUNCTION {signature}
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
-AS $$
-DECLARE
+    limit = f"NULLIF(pg_catalog.current_setting({_literal(setting + '_limit')}, true), '')::bigint"
+    if shape.wraps:
+        # Each new tick of a wrapping layout takes the slow path (its fence covers one tick):
+        # the next ID goes on in the last ID's tick, as the hot path's test says.
+        next_id = "last + 1"
+        test = f"""(last # base) & {others} = 0
+        AND tick <= {limit}
+        AND {_wrapping_test(shape, "tick").format(candidate="next_id")}"""
+    else:
+        next_id = f"GREATEST(last + 1, (tick << {s}) | base)"
+        tick_of = f"next_id >> {s}"
+        if shape.top:
+            tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
+        test = f"""((last # base) | (next_id # base)) & {others} = 0
+        AND {tick_of} <= tick + {shape.max_ahead}
+        AND {tick_of} <= {limit}"""
+    return f"""DECLARE
     claim text := pg_catalog.current_setting({_literal(setting + "_lease")}, true);
-    tick bigint := COALESCE(now_tick, {clock});
+    tick bigint := {tick};
     -- The last ID of the claim's sequence, while it is this session's own, as the catalog
     -- says (a setting naming another was written by hand: D4), and the switch is set (a new
     -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
@@ -580,16 +605,13 @@ DECLARE
             AND pg_catalog.current_setting('transaction_read_only') = 'off')
         THEN NULLIF({sequence}, '')::oid END);
     base bigint := {base};
-    next_id bigint := GREATEST(last + 1, (tick << {s}) | base);
+    next_id bigint := {next_id};
 BEGIN
     -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
     -- The last ID and the next are on the claim's node: a claim this backend did not make
     -- (a setting written by hand) names another node and goes to the slow path, which claims.
     -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & {others} = 0
-        AND {tick_of} <= tick + {shape.max_ahead}
-        AND {tick_of} <= NULLIF(
-            pg_catalog.current_setting({_literal(setting + "_limit")}, true), '')::bigint
+    IF {test}
     THEN
         RETURN pg_catalog.setval(
             pg_catalog.set_config({_literal(setting)}, {sequence}, true)::oid, next_id);
@@ -598,9 +620,7 @@ BEGIN
         {", ".join(rest)});
 END
 $$;
-
 """
-    return create, f"DROP FUNCTION IF EXISTS idfields.{function}(bigint, regclass);\n"
 
 
 def _field_of_claim(index: int) -> str:
@@ -613,21 +633,30 @@ def _with_top(shape: _Shape, bits: str) -> str:
     return f"({bits} | {shape.top})" if shape.top else bits
 
 
-def _render_growing(shape: _Shape, now: str) -> str:
-    """next_snowflake()'s test: the candidate is not behind the tick of ``now`` and its
+def _growing_test(shape: _Shape, now: str) -> str:
+    """next_snowflake()'s test over ``{candidate}``: not behind the tick of ``now``, and its
     sequence bits did not carry."""
     s = shape.ts_shift
     window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
-    return _hot_path(shape, now, f"(({{candidate}} - {window}")
+    return f"(({{candidate}} - {window}"
 
 
-def _render_wrapping(shape: _Shape, now: str) -> str:
-    """next_traceid()'s test: the candidate's tick is now or now + 1 modulo the period (bits
-    above the lowest tick bit of the difference are zero) and its sequence did not carry."""
+def _wrapping_test(shape: _Shape, now: str) -> str:
+    """next_traceid()'s test over ``{candidate}``: its tick is now or now + 1 modulo the period
+    (bits above the lowest tick bit of the difference are zero) and its sequence did not
+    carry."""
     s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
     kept = ((period_mask - 1) << s) | shape.seq_mask
     window = (
         f"{_with_top(shape, f'(({now} & {period_mask}) << {s})')}) & {kept}) - 1)\n"
         f"            & {-(1 << shape.seq_bits)}) = 0"
     )
-    return _hot_path(shape, now, f"(((({{candidate}} - {window}")
+    return f"(((({{candidate}} - {window}"
+
+
+def _render_growing(shape: _Shape, now: str) -> str:
+    return _hot_path(shape, now, _growing_test(shape, now))
+
+
+def _render_wrapping(shape: _Shape, now: str) -> str:
+    return _hot_path(shape, now, _wrapping_test(shape, now))

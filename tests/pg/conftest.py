@@ -107,13 +107,14 @@ def counted(connect: Connect) -> psycopg.Connection[Any]:
     return connect(options="-c track_functions=all -c stats_fetch_consistency=none")
 
 
-def function_calls(conn: psycopg.Connection[Any], function: str) -> int:
-    """How often ``idfields.<function>`` ran in the sessions of a :func:`counted` connection."""
+def function_calls(conn: psycopg.Connection[Any], function: str | None = None) -> int:
+    """How often ``idfields.<function>`` (None: any function of schema idfields) ran in the
+    sessions of a :func:`counted` connection."""
     conn.execute("SELECT pg_stat_force_next_flush()")
     conn.execute("SELECT 1")  # the flush happens at this transaction's end
     row = conn.execute(
         "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions "
-        "WHERE schemaname = 'idfields' AND funcname = %s",
+        "WHERE schemaname = 'idfields' AND funcname = coalesce(%s, funcname)",
         [function],
     ).fetchone()
     return int(row[0])

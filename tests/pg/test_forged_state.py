@@ -195,7 +195,7 @@ def test_every_function_a_role_may_run_takes_nothing_forgeable(
             assert pure or set(arguments) <= CALLER_ARGUMENTS, name
             assert is_sql or (definer, config) == (True, ["search_path=pg_catalog, pg_temp"]), name
     owners_only = {name for name, *_, may in rows if not may}
-    internal = {"next_narrow_tick(bigint,regclass)", "issue_wrapping_at(bigint,regclass)"}
+    internal = {"issue_narrow_at(bigint,regclass)", "issue_wrapping_at(bigint,regclass)"}
     assert {f"idfields.{name}" for name in internal} <= owners_only
 
 

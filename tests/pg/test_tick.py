@@ -1,8 +1,10 @@
-"""A growing layout's first ID of a transaction and its ID in a new tick take one lean PL/pgSQL
-call, ``idfields.next_<layout>_tick()``, with the layout's geometry as literals, instead of the
-generic ``idfields.time_next()``: single-row autocommit throughput, as PL/pgSQL sets up every
-expression it evaluates again in each transaction. Through the generic call, the first tests
-would count one generic call per transaction (100 of 100).
+"""A transaction's first ID (and a growing layout's ID in a new tick) takes one lean PL/pgSQL
+call, the layout's issuer ``idfields.issue_<layout>()``, which checks it with the layout's
+geometry as literals, instead of the generic ``idfields.time_next()``: single-row autocommit
+throughput, as PL/pgSQL sets up every expression it evaluates again in each transaction, and
+each call costs its own set-up. Through the generic call, the first tests would count one
+generic call per transaction (100 of 100); through a second PL/pgSQL function behind the
+issuer, two calls per transaction.
 """
 
 from __future__ import annotations
@@ -53,16 +55,33 @@ def test_a_hot_path_inlines_no_other_stored_body(connect: Connect, function: str
     assert called == []
 
 
-@pytest.mark.parametrize("function", GROWING)
+@pytest.mark.parametrize("function", [*GROWING, "next_traceid"])
 def test_single_row_transactions_skip_the_generic_path(
     counted: psycopg.Connection[Any], function: str
 ) -> None:
+    """A wrapping layout's new tick (traceid's: one a second) takes the slow path."""
     ids = [one_id(counted, function)]  # claims
     before = function_calls(counted, "time_next")
     ids += [one_id(counted, function) for _ in range(100)]
     # a lease renewal (about twice a second) and a carried sequence still take it
     assert function_calls(counted, "time_next") - before <= 10
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("function", [*GROWING, "next_traceid"])
+def test_a_transactions_first_id_is_one_plpgsql_call(
+    counted: psycopg.Connection[Any], function: str
+) -> None:
+    """The issuer checks the first ID itself: no second PL/pgSQL function behind it (each call
+    costs a transaction its set-up)."""
+    one_id(counted, function)  # claims
+    issuer = function.replace("next_", "issue_", 1)
+    issued, every = function_calls(counted, issuer), function_calls(counted)
+    for _ in range(20):
+        one_id(counted, function)
+    issued, every = function_calls(counted, issuer) - issued, function_calls(counted) - every
+    assert issued == 20
+    assert every - issued <= 6  # renewals, traceid's new second, and the slow path they take
 
 
 def test_single_row_inserts_skip_the_generic_path(counted: psycopg.Connection[Any]) -> None:
@@ -84,12 +103,10 @@ def test_a_role_without_the_hooks_grant_cannot_move_the_tick(
     for call in (
         "SELECT idfields.next_snowflake_at(%s)",
         "SELECT idfields.issue_snowflake_at(%s, NULL)",
-        "SELECT idfields.next_snowflake_tick(%s, NULL)",
         "SELECT idfields.next_traceid_at(%s)",
         "SELECT idfields.issue_traceid_at(%s, NULL)",
         "SELECT idfields.next_narrow_at(%s)",
         "SELECT idfields.issue_narrow_at(%s, NULL)",
-        "SELECT idfields.next_narrow_tick(%s, NULL)",
     ):
         for foreign in (tick + 10**7, tick + 5_000, 0):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
@@ -100,19 +117,19 @@ def test_a_role_without_the_hooks_grant_cannot_move_the_tick(
 
 
 def test_a_tick_inside_the_lease_is_the_next_id(connect: Connect) -> None:
-    """What the tick function issues for a tick the lease covers: the first ID of that tick on
-    the claim's node (or the next ID, when the position is already there)."""
+    """What the issuer's test hook issues for a tick the lease covers: the first ID of that
+    tick on the claim's node (or the next ID, when the position is already there)."""
     conn = connect()
     first = one_id(conn, "next_snowflake")
     values = SNOWFLAKE.decode(first).values
     ahead = conn.execute(
-        "SELECT idfields.next_snowflake_tick(%s, NULL)", [values["timestamp"] + 100]
+        "SELECT idfields.issue_snowflake_at(%s, NULL)", [values["timestamp"] + 100]
     ).fetchone()[0]
     assert SNOWFLAKE.decode(ahead).values == {
         "timestamp": values["timestamp"] + 100, "node": values["node"], "sequence": 0,
     }  # fmt: skip
     again = conn.execute(
-        "SELECT idfields.next_snowflake_tick(%s, NULL)", [values["timestamp"]]
+        "SELECT idfields.issue_snowflake_at(%s, NULL)", [values["timestamp"]]
     ).fetchone()[0]
     assert again == ahead + 1  # never behind the last ID
 

@@ -54,13 +54,14 @@
 -- holding only the common case: currval() + 1 lies in the validated tick, is not behind the
 -- clock and has sequence bits left; setval() issues it. Everything else is one PL/pgSQL call
 -- whose plans the session caches (a statement's planning grows with every inlined node):
--- issue_<layout>(), which runs as the owner (see GRANTS) and calls next_<layout>_tick() for a
--- growing layout (the transaction's first ID and a new tick in one step, its geometry as
--- literals) or time_next() for a wrapping one, with time_slow_path() (claim, renew, clock
--- checks) behind both. A transaction's first ID goes on with the session's claim
--- without the slow path when the claim is on this very sequence, the transaction may write,
--- the caller finds the claim's lease table, and the last ID is on the claim's node inside the
--- lease's limit.
+-- issue_<layout>(), which runs as the owner (see GRANTS) and checks the transaction's first ID
+-- itself, its geometry as literals (for a growing layout an ID in a new tick too), and hands
+-- anything else to time_next(), with time_slow_path() (claim, renew, clock checks) behind it.
+-- A transaction's first ID goes on with the session's claim without the slow path when the
+-- claim is on this very sequence, the transaction may write, the caller finds the claim's
+-- lease table, and the last ID is on the claim's node inside the lease's limit. The issuers,
+-- hot paths and bulk forms of snowflake and traceid are rendered by idfields.sql.layouts, the
+-- template of user layouts, and written in below.
 --
 -- CLOCK. clock_timestamp(), never now(): one statement may span many milliseconds. When the
 -- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
@@ -112,9 +113,8 @@
 -- create the temporary sequence (granted to PUBLIC, so the inlined part reads and moves it
 -- under any role the session switches to), claim and renew the lease as the owner, and read
 -- backend_start in pg_stat_activity as the owner. The internal functions, which take a layout,
--- lease key, geometry or tick as arguments (time_slow_path(), time_next(), take_id_ranges(),
--- next_<layout>_tick()), and the test hooks (next_<layout>_at(), issue_<layout>_at()) are
--- revoked from PUBLIC. So a role calling the functions needs only:
+-- lease key, geometry or tick as arguments (time_slow_path(), time_next(), take_id_ranges()),
+-- and the test hooks (next_<layout>_at(), issue_<layout>_at()) are revoked from PUBLIC. So a role calling the functions needs only:
 --   GRANT USAGE ON SCHEMA idfields TO app;
 --   EXECUTE on the public functions and what they call as the caller (PUBLIC has it by default).
 -- The owner needs SELECT, INSERT, UPDATE on <lease schema>.idfields_node_lease and
@@ -750,14 +750,14 @@ BEGIN
 END
 $$;
 
--- Everything but the hot path's common case, behind one call: the transaction's first ID
--- (the switch is not set yet: it is set here when the session's claim holds), an ID in
--- a new tick inside the validated window, and the slow path for anything else. PL/pgSQL, so
--- the statement that inlines the hot path neither plans nor sets up these branches (its
--- planning and executor start-up grow with every inlined node), and its plans are cached for
--- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
--- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp;
--- now_tick NULL: the clock's (the hot path then inlines the clock once, not twice).
+-- Everything but the hot path's common case and the issuers' own checks, for every layout:
+-- the transaction's first ID (the switch is not set yet: it is set here when the session's
+-- claim holds), an ID in a new tick inside the validated window, and the slow path for
+-- anything else. PL/pgSQL, so the statement that inlines the hot path neither plans nor sets
+-- up these branches (its planning and executor start-up grow with every inlined node), and its
+-- plans are cached for the session. COST 1: it runs about once a tick, not once a row, so a
+-- bulk INSERT is not costed (and JIT-compiled) as if it ran per row. top: the constant bits
+-- above the timestamp; now_tick NULL: the clock's.
 CREATE OR REPLACE FUNCTION idfields.time_next(
     layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
     ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
@@ -840,219 +840,17 @@ BEGIN
 END
 $$;
 
--- The first ID of a transaction and an ID in a new tick, for snowflake (see the header): the
--- claim is 'node:acquired:promise:sequence OID:holder:lease table OID', the limit the last tick
--- the lease covers; NULLs (no claim, no switch) fall through to time_next(). now_tick NULL: the
--- clock's tick.
-CREATE OR REPLACE FUNCTION idfields."next_snowflake_tick"(now_tick bigint, visible_lease regclass)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
-AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.snowflake_lease', true);
-    tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000));
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_snowflake')::oid::text
-            AND (pg_catalog.current_setting('idfields.snowflake', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 12;
-    next_id bigint := GREATEST(last + 1, (tick << 22) | base);
-BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -9223372036850585600 = 0
-        AND next_id >> 22 <= tick + 1000
-        AND next_id >> 22 <= NULLIF(
-            pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.snowflake', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        'snowflake', 'snowflake', tick, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, visible_lease, 0);
-END
-$$;
-
--- What the public functions run as the functions' owner (SECURITY DEFINER): one function per
--- layout and purpose, the layout's name, lease key and geometry written in. The caller hands
--- them no geometry, lease key or tick, only the lease table its own search_path finds, which
--- its search_path decides anyway; the internal functions above are revoked from PUBLIC. A tick
--- is taken only by issue_<layout>_at(), the test hook's, revoked like the hook.
-CREATE OR REPLACE FUNCTION idfields.issue_snowflake(visible_lease regclass) RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields."next_snowflake_tick"(NULL, visible_lease);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields.issue_snowflake_at(now_tick bigint, visible_lease regclass)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields."next_snowflake_tick"(now_tick, visible_lease);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields.issue_snowflake_ranges(
-    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
-) RETURNS SETOF record
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN QUERY SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('snowflake',
-        'snowflake', n, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000,
-        2000, visible_lease) AS r;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields.issue_traceid(visible_lease regclass) RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields.time_next('traceid', 'traceid', NULL, 0, 1000000, 25, 38, true, 22, 0,
-        65535, 22, 1, 0, 1, 5000, visible_lease, 0);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields.issue_traceid_at(now_tick bigint, visible_lease regclass)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields.time_next('traceid', 'traceid', now_tick, 0, 1000000, 25, 38, true, 22, 0,
-        65535, 22, 1, 0, 1, 5000, visible_lease, 0);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields.issue_traceid_ranges(
-    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
-) RETURNS SETOF record
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN QUERY SELECT r.first_id, r.last_id FROM idfields.take_id_ranges('traceid',
-        'traceid', n, 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000,
-        visible_lease) AS r;
-END
-$$;
-
--- The hot paths: plain SQL that PostgreSQL inlines into the calling statement, as small as
--- the common case allows. The candidate is currval() + 1 of this backend's temporary sequence
--- (found through the transaction-local setting: NULL until the transaction's first call of
--- next_<layout>_tick() or time_next() sets it); it is issued with setval() while it lies in
--- the tick the slow path validated, not behind the clock, with sequence bits left; anything
--- else is next_snowflake_tick()'s (snowflake) or time_next()'s (traceid).
--- snowflake: 41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence; the mask
--- -9223372036854771713 = sign | 4095: the candidate minus the tick's first ID is positive
--- (not behind the clock's tick) and its sequence bits did not carry.
-CREATE OR REPLACE FUNCTION idfields.next_snowflake_at(now_tick bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
-            '')::oid::regclass) + 1 - (now_tick << 22)) & -9223372036854771713) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
-            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields.issue_snowflake_at(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
-END;
-
-CREATE OR REPLACE FUNCTION idfields.next_snowflake() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
-            '')::oid::regclass) + 1 - ((((pg_catalog.date_part('epoch',
-            pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) << 22))
-            & -9223372036854771713) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true),
-            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-            'idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields.issue_snowflake(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
-END;
-
--- traceid: 25-bit unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1.
-CREATE OR REPLACE FUNCTION idfields.next_traceid_at(now_tick bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
-            '')::oid::regclass) + 1 - ((now_tick & 33554431) << 38)) & 9223371487103156223) - 1)
-            & -4194304) = 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
-            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.issue_traceid_at(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
-END;
-
-CREATE OR REPLACE FUNCTION idfields.next_traceid() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
-            '')::oid::regclass) + 1 - (((((pg_catalog.date_part('epoch',
-            pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) / 1000) & 33554431) << 38))
-            & 9223371487103156223) - 1) & -4194304) = 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true),
-            '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting(
-            'idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields.issue_traceid(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
-END;
-
--- Bulk: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake(n) AS id.
-CREATE OR REPLACE FUNCTION idfields.take_snowflake(n bigint) RETURNS SETOF bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
-BEGIN ATOMIC
-    SELECT pg_catalog.generate_series(r.first_id, r.last_id)
-    FROM idfields.issue_snowflake_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
-END;
-
-CREATE OR REPLACE FUNCTION idfields.take_traceid(n bigint) RETURNS SETOF bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
-BEGIN ATOMIC
-    SELECT pg_catalog.generate_series(r.first_id, r.last_id)
-    FROM idfields.issue_traceid_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
-END;
-
--- Bulk as ranges: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake_ranges(n)
--- AS r, pg_catalog.generate_series(r.first_id, r.last_id) AS id.
-CREATE OR REPLACE FUNCTION idfields.take_snowflake_ranges(
-    n bigint, OUT first_id bigint, OUT last_id bigint
-) RETURNS SETOF record
-LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
-BEGIN ATOMIC
-    SELECT r.first_id, r.last_id
-    FROM idfields.issue_snowflake_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
-END;
-
-CREATE OR REPLACE FUNCTION idfields.take_traceid_ranges(
-    n bigint, OUT first_id bigint, OUT last_id bigint
-) RETURNS SETOF record
-LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250
-BEGIN ATOMIC
-    SELECT r.first_id, r.last_id
-    FROM idfields.issue_traceid_ranges(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
-END;
+-- snowflake (41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence) and traceid (25-bit
+-- unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1): their issuers, hot paths and
+-- bulk forms, rendered by idfields.sql.layouts from the template of user layouts (see the
+-- header). The issuers run as the functions' owner (SECURITY DEFINER), the layout's name, lease
+-- key and geometry written in; the caller hands them no geometry, lease key or tick, only the
+-- lease table its own search_path finds, which its search_path decides anyway. A tick is taken
+-- only by issue_<layout>_at(), the test hook's, revoked like the hook.
+@builtin_layouts@
+-- Bulk: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake(n) AS id, or as
+-- ranges: INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake_ranges(n) AS r,
+-- pg_catalog.generate_series(r.first_id, r.last_id) AS id.
 
 -- The database side's decimal allocator (invariant D8 of
 -- docs/explanation/lease-protocol-database.md): a permanent sequence, owned by the installing
@@ -1275,13 +1073,10 @@ BEGIN ATOMIC
         id / 10000000000 BETWEEN 1 AND 922337202;
 END;
 
--- The test hooks issue at any tick they are given: for the owner and its grantees only (a
--- hook's grantee needs issue_<layout>_at too). The internal functions take any geometry, lease
--- key and tick: for the owner only, who reaches them through the issue_* functions.
-REVOKE ALL ON FUNCTION idfields.next_snowflake_at(bigint), idfields.next_traceid_at(bigint),
-    idfields.issue_snowflake_at(bigint, regclass), idfields.issue_traceid_at(bigint, regclass),
-    idfields."next_snowflake_tick"(bigint, regclass),
-    idfields.time_next(text, text, bigint, bigint, bigint, integer, integer, boolean, integer,
+-- The internal functions take any geometry, lease key and tick: for the owner only, who
+-- reaches them through the issue_* functions. (The test hooks, which issue at any tick they are
+-- given, are revoked where they are created: a hook's grantee needs issue_<layout>_at too.)
+REVOKE ALL ON FUNCTION idfields.time_next(text, text, bigint, bigint, bigint, integer, integer, boolean, integer,
         integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint),
     idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer, integer, boolean,
         integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),

@@ -3,9 +3,46 @@ SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
-CREATE OR REPLACE FUNCTION idfields."next_sparse_tick"(now_tick bigint, visible_lease regclass)
+CREATE OR REPLACE FUNCTION idfields."issue_sparse"(visible_lease regclass) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    claim text := pg_catalog.current_setting('idfields.sparse_lease', true);
+    tick bigint := ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) / 10);
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
+    last bigint := pg_catalog.pg_sequence_last_value(CASE
+        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_sparse')::oid::text
+            AND (pg_catalog.current_setting('idfields.sparse', true) <> ''
+            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
+        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
+    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 2;
+    next_id bigint := GREATEST(last + 1, (tick << 4) | base);
+BEGIN
+    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    -- The switch is set with the ID (time_next() trusts a set switch).
+    IF ((last # base) | (next_id # base)) & -17592186044404 = 0
+        AND next_id >> 4 <= tick + 100
+        AND next_id >> 4 <= NULLIF(pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
+    THEN
+        RETURN pg_catalog.setval(
+            pg_catalog.set_config('idfields.sparse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'sparse', 'sparse#dd74f73ed98f', tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease, 0);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."issue_sparse_at"(now_tick bigint, visible_lease regclass)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     claim text := pg_catalog.current_setting('idfields.sparse_lease', true);
@@ -29,8 +66,7 @@ BEGIN
     -- The switch is set with the ID (time_next() trusts a set switch).
     IF ((last # base) | (next_id # base)) & -17592186044404 = 0
         AND next_id >> 4 <= tick + 100
-        AND next_id >> 4 <= NULLIF(
-            pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
+        AND next_id >> 4 <= NULLIF(pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
     THEN
         RETURN pg_catalog.setval(
             pg_catalog.set_config('idfields.sparse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
@@ -39,26 +75,7 @@ BEGIN
         'sparse', 'sparse#dd74f73ed98f', tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease, 0);
 END
 $$;
-
-CREATE OR REPLACE FUNCTION idfields."issue_sparse"(visible_lease regclass) RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields."next_sparse_tick"(NULL, visible_lease);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields."issue_sparse_at"(now_tick bigint, visible_lease regclass)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields."next_sparse_tick"(now_tick, visible_lease);
-END
-$$;
-REVOKE ALL ON FUNCTION idfields."issue_sparse_at"(bigint, regclass), idfields."next_sparse_tick"(bigint, regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idfields."issue_sparse_at"(bigint, regclass) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."issue_sparse_ranges"(
     n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
@@ -138,5 +155,4 @@ DROP FUNCTION IF EXISTS idfields."next_sparse_at"(bigint);
 DROP FUNCTION IF EXISTS idfields."issue_sparse_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_sparse_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_sparse"(regclass);
-DROP FUNCTION IF EXISTS idfields."next_sparse_tick"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."decode_sparse"(bigint);

@@ -3,9 +3,46 @@ SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
-CREATE OR REPLACE FUNCTION idfields."next_tagged_tick"(now_tick bigint, visible_lease regclass)
+CREATE OR REPLACE FUNCTION idfields."issue_tagged"(visible_lease regclass) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    claim text := pg_catalog.current_setting('idfields.tagged_lease', true);
+    tick bigint := (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000);
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
+    last bigint := pg_catalog.pg_sequence_last_value(CASE
+        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_tagged')::oid::text
+            AND (pg_catalog.current_setting('idfields.tagged', true) <> ''
+            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
+        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
+    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 6 | 144115188075872289;
+    next_id bigint := GREATEST(last + 1, (tick << 15) | base);
+BEGIN
+    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    -- The switch is set with the ID (time_next() trusts a set switch).
+    IF ((last # base) | (next_id # base)) & -72057594037895200 = 0
+        AND (next_id >> 15) & 2199023255551 <= tick + 1000
+        AND (next_id >> 15) & 2199023255551 <= NULLIF(pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
+    THEN
+        RETURN pg_catalog.setval(
+            pg_catalog.set_config('idfields.tagged', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'tagged', 'tagged#8c58ad8103bd', tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."issue_tagged_at"(now_tick bigint, visible_lease regclass)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     claim text := pg_catalog.current_setting('idfields.tagged_lease', true);
@@ -29,8 +66,7 @@ BEGIN
     -- The switch is set with the ID (time_next() trusts a set switch).
     IF ((last # base) | (next_id # base)) & -72057594037895200 = 0
         AND (next_id >> 15) & 2199023255551 <= tick + 1000
-        AND (next_id >> 15) & 2199023255551 <= NULLIF(
-            pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
+        AND (next_id >> 15) & 2199023255551 <= NULLIF(pg_catalog.current_setting('idfields.tagged_limit', true), '')::bigint
     THEN
         RETURN pg_catalog.setval(
             pg_catalog.set_config('idfields.tagged', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
@@ -39,26 +75,7 @@ BEGIN
         'tagged', 'tagged#8c58ad8103bd', tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
 END
 $$;
-
-CREATE OR REPLACE FUNCTION idfields."issue_tagged"(visible_lease regclass) RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields."next_tagged_tick"(NULL, visible_lease);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION idfields."issue_tagged_at"(now_tick bigint, visible_lease regclass)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    RETURN idfields."next_tagged_tick"(now_tick, visible_lease);
-END
-$$;
-REVOKE ALL ON FUNCTION idfields."issue_tagged_at"(bigint, regclass), idfields."next_tagged_tick"(bigint, regclass) FROM PUBLIC;
+REVOKE ALL ON FUNCTION idfields."issue_tagged_at"(bigint, regclass) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."issue_tagged_ranges"(
     n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
@@ -143,5 +160,4 @@ DROP FUNCTION IF EXISTS idfields."next_tagged_at"(bigint);
 DROP FUNCTION IF EXISTS idfields."issue_tagged_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_tagged_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_tagged"(regclass);
-DROP FUNCTION IF EXISTS idfields."next_tagged_tick"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."decode_tagged"(bigint);

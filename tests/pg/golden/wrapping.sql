@@ -7,8 +7,36 @@ CREATE OR REPLACE FUNCTION idfields."issue_wrapping"(visible_lease regclass) RET
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    claim text := pg_catalog.current_setting('idfields.wrapping_lease', true);
+    tick bigint := ((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000);
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
+    last bigint := pg_catalog.pg_sequence_last_value(CASE
+        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_wrapping')::oid::text
+            AND (pg_catalog.current_setting('idfields.wrapping', true) <> ''
+            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
+        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
+    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 10 | 281474976710656;
+    next_id bigint := last + 1;
 BEGIN
-    RETURN idfields.time_next('wrapping', 'wrapping#5a22352cf624', NULL, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
+    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    -- The switch is set with the ID (time_next() trusts a set switch).
+    IF (last # base) & -281474976449536 = 0
+        AND tick <= NULLIF(pg_catalog.current_setting('idfields.wrapping_limit', true), '')::bigint
+        AND ((((next_id - (((tick & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+            & -1024) = 0
+    THEN
+        RETURN pg_catalog.setval(
+            pg_catalog.set_config('idfields.wrapping', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'wrapping', 'wrapping#5a22352cf624', tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
 END
 $$;
 
@@ -17,8 +45,36 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    claim text := pg_catalog.current_setting('idfields.wrapping_lease', true);
+    tick bigint := COALESCE(now_tick, ((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000));
+    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
+    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
+    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
+    -- the claim's lease table.
+    last bigint := pg_catalog.pg_sequence_last_value(CASE
+        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_wrapping')::oid::text
+            AND (pg_catalog.current_setting('idfields.wrapping', true) <> ''
+            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
+            AND pg_catalog.current_setting('transaction_read_only') = 'off')
+        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
+    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 10 | 281474976710656;
+    next_id bigint := last + 1;
 BEGIN
-    RETURN idfields.time_next('wrapping', 'wrapping#5a22352cf624', now_tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
+    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
+    -- The last ID and the next are on the claim's node: a claim this backend did not make
+    -- (a setting written by hand) names another node and goes to the slow path, which claims.
+    -- The switch is set with the ID (time_next() trusts a set switch).
+    IF (last # base) & -281474976449536 = 0
+        AND tick <= NULLIF(pg_catalog.current_setting('idfields.wrapping_limit', true), '')::bigint
+        AND ((((next_id - (((tick & 1073741823) << 18) | 281474976710656)) & 281474976187391) - 1)
+            & -1024) = 0
+    THEN
+        RETURN pg_catalog.setval(
+            pg_catalog.set_config('idfields.wrapping', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
+    END IF;
+    RETURN idfields.time_next(
+        'wrapping', 'wrapping#5a22352cf624', tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_wrapping_at"(bigint, regclass) FROM PUBLIC;

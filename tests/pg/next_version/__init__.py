@@ -31,8 +31,8 @@ REVOKE ALL ON FUNCTION idfields.clock_s() FROM PUBLIC;
 COMMENT ON FUNCTION idfields.clock_s() IS 'unix seconds';
 
 """
-_DROPPED = "CREATE OR REPLACE FUNCTION idfields.take_traceid_ranges("
-_DROPPED_DROP = "DROP FUNCTION IF EXISTS idfields.take_traceid_ranges(bigint);\n"
+_DROPPED = 'CREATE OR REPLACE FUNCTION idfields."take_traceid_ranges"('
+_DROPPED_DROP = 'DROP FUNCTION IF EXISTS idfields."take_traceid_ranges"(bigint);\n'
 
 
 def _edit(text: str, old: str, new: str) -> str:
