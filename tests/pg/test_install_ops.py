@@ -203,7 +203,7 @@ def test_alembic_offline_sql_is_the_versioned_file_and_runs(
     output.truncate(0)
     output.seek(0)
     command.downgrade(config, "0001:base", sql=True)
-    assert "DROP FUNCTION IF EXISTS idfields.next_snowflake();" in output.getvalue()
+    assert 'DROP FUNCTION IF EXISTS idfields."next_snowflake"();' in output.getvalue()
 
 
 def test_alembic_ops_reverse_each_other() -> None:
