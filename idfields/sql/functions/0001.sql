@@ -114,7 +114,8 @@
 -- under any role the session switches to), claim and renew the lease as the owner, and read
 -- backend_start in pg_stat_activity as the owner. The internal functions, which take a layout,
 -- lease key, geometry or tick as arguments (time_slow_path(), time_next(), take_id_ranges()),
--- and the test hooks (next_<layout>_at(), issue_<layout>_at()) are revoked from PUBLIC. So a role calling the functions needs only:
+-- and the test hooks (next_<layout>_at(), issue_<layout>_at()) are revoked from PUBLIC. So a
+-- role calling the functions needs only:
 --   GRANT USAGE ON SCHEMA idfields TO app;
 --   EXECUTE on the public functions and what they call as the caller (PUBLIC has it by default).
 -- The owner needs SELECT, INSERT, UPDATE on <lease schema>.idfields_node_lease and
@@ -1076,7 +1077,8 @@ END;
 -- The internal functions take any geometry, lease key and tick: for the owner only, who
 -- reaches them through the issue_* functions. (The test hooks, which issue at any tick they are
 -- given, are revoked where they are created: a hook's grantee needs issue_<layout>_at too.)
-REVOKE ALL ON FUNCTION idfields.time_next(text, text, bigint, bigint, bigint, integer, integer, boolean, integer,
+REVOKE ALL ON FUNCTION
+    idfields.time_next(text, text, bigint, bigint, bigint, integer, integer, boolean, integer,
         integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint),
     idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer, integer, boolean,
         integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
