@@ -1124,6 +1124,18 @@ CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_hold
 -- reads the lease table as the owner).
 GRANT SELECT ON idfields.node_holders TO PUBLIC;
 
+-- NATIVE. Where the optional C extension idfields_native (pgext/) is installed, next_snowflake()
+-- and next_traceid() become inlined calls of its C functions, which do the hot path and a
+-- transaction's first-ID check on the same sequence and settings and hand everything else to
+-- issue_<layout>() above (docs/how-to/native-extension.md).
+DO $native$
+BEGIN
+    IF pg_catalog.to_regprocedure('idfields_native.wire()') IS NOT NULL THEN
+        EXECUTE 'SELECT idfields_native.wire()';
+    END IF;
+END
+$native$;
+
 -- The installed version, which the install operations read before replacing or dropping
 -- anything: an upgrade knows what it replaces, and a version they do not know is refused.
 COMMENT ON SCHEMA idfields IS 'idfields SQL 0001';
