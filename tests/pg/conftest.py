@@ -23,6 +23,7 @@ from schema_ddl import create_tables
 from idfields import sql
 from idfields.layouts import SNOWFLAKE_EPOCH, Layout, Node, Sequence, Timestamp
 from idfields.sql.layouts import render_layout_function
+from tests.pg.sample_layouts import LAYOUTS
 
 TABLES = ";\n".join(create_tables("postgresql")) + ";"
 PRIVILEGES = Path(__file__).parents[2] / "docs" / "how-to" / "privileges.md"
@@ -57,6 +58,44 @@ def pg_kwargs(postgres_url: str) -> dict[str, object]:
     return kwargs
 
 
+@pytest.fixture(scope="session")
+def native_kwargs(postgres_url: str) -> Iterator[dict[str, object]]:
+    """A second scratch database whose idfields functions run the C extension idfields_native
+    (pgext/): the tables, the functions, the extension and the sample user layouts. Skipped
+    when the server lacks the extension, failed instead under IDFIELDS_REQUIRE_NATIVE=1."""
+    kwargs = DbUrl.parse(postgres_url).psycopg_kwargs()
+    with psycopg.connect(**kwargs, autocommit=True) as conn:
+        available = conn.execute(
+            "SELECT count(*) FROM pg_available_extensions WHERE name = 'idfields_native'"
+        ).fetchone()
+    if available != (1,):
+        reason = "the server lacks the C extension idfields_native (make -C pgext install)"
+        if os.environ.get("IDFIELDS_REQUIRE_NATIVE") == "1":
+            pytest.fail(f"IDFIELDS_REQUIRE_NATIVE=1 but: {reason}", pytrace=False)
+        pytest.skip(reason)
+    with databases.scratch_database(postgres_url) as url:
+        native = DbUrl.parse(url).psycopg_kwargs()
+        with psycopg.connect(**native, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION idfields_native")
+            conn.execute(TABLES)
+            conn.execute(sql.load(sql.VERSION).encode())  # wires the extension in at its end
+        install_layouts(native, *LAYOUTS)
+        yield native
+
+
+#: Run a test on both hot paths: PL/pgSQL (the session database) and C (:func:`native_kwargs`).
+BOTH_PATHS = pytest.mark.parametrize("db_kwargs", ["plpgsql", "native"], indirect=True)
+
+
+@pytest.fixture
+def db_kwargs(request: pytest.FixtureRequest, pg_kwargs: dict[str, object]) -> dict[str, object]:
+    """The database :func:`connect` reaches: the session's, or the native one under
+    :data:`BOTH_PATHS`."""
+    if getattr(request, "param", "plpgsql") == "native":
+        return dict(request.getfixturevalue("native_kwargs"))
+    return pg_kwargs
+
+
 @pytest.fixture(autouse=True)
 def _idfields_tables(request: pytest.FixtureRequest) -> None:
     """The tables and functions again before each test: the session database is shared with
@@ -88,11 +127,11 @@ def install_layouts(pg_kwargs: dict[str, object], *layouts: Layout) -> None:
 
 
 @pytest.fixture
-def connect(pg_kwargs: dict[str, object]) -> Iterator[Connect]:
+def connect(db_kwargs: dict[str, object]) -> Iterator[Connect]:
     opened: list[psycopg.Connection[tuple[Any, ...]]] = []
 
     def _connect(**extra: object) -> psycopg.Connection[tuple[Any, ...]]:
-        conn = psycopg.connect(**{**pg_kwargs, "autocommit": True, **extra})
+        conn = psycopg.connect(**{**db_kwargs, "autocommit": True, **extra})
         opened.append(conn)
         return conn
 
@@ -140,12 +179,12 @@ def grant_as_documented(admin: psycopg.Connection[Any], role: str, database: str
 
 
 @pytest.fixture
-def app_role(connect: Connect, pg_kwargs: dict[str, object]) -> Iterator[str]:
+def app_role(connect: Connect, db_kwargs: dict[str, object]) -> Iterator[str]:
     """A login role with exactly the documented grants (PUBLIC keeps its defaults)."""
     admin = connect()
     role = f"idfields_app_{secrets.token_hex(3)}"
     admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
-    grant_as_documented(admin, role, str(pg_kwargs["dbname"]))
+    grant_as_documented(admin, role, str(db_kwargs["dbname"]))
     yield role
     drop_role(admin, role)
 

@@ -12,7 +12,7 @@ import pytest
 from psycopg import sql as pgsql
 
 from idfields.layouts import Layout
-from tests.pg.conftest import Connect, install_layouts
+from tests.pg.conftest import BOTH_PATHS, Connect, install_layouts
 from tests.pg.sample_layouts import NARROW, WRAPPING
 
 SNOWFLAKE_GEOMETRY = "1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000"
@@ -93,6 +93,7 @@ def test_the_app_role_reads_the_node_holders(connect: Connect, app_role: str) ->
     assert rows == [("database", "live")]
 
 
+@BOTH_PATHS
 def test_a_claim_set_by_hand_on_another_backends_node_issues_nothing_there(
     connect: Connect, app_role: str
 ) -> None:

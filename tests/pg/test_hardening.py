@@ -26,6 +26,7 @@ from idfields.layouts import SNOWFLAKE
 from idfields.migrations import convert
 from idfields.sql.layouts import render_layout_function
 from tests.pg.conftest import (
+    BOTH_PATHS,
     drop_role,
     fill_but,
     grant_as_documented,
@@ -223,6 +224,7 @@ def hostile_schema(connect: Any) -> Iterator[str]:
         admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
+@BOTH_PATHS
 @pytest.mark.parametrize("as_superuser", [True, False], ids=["superuser", "app-role"])
 @pytest.mark.parametrize("pg_catalog_later", [False, True], ids=["implicit", "explicit"])
 def test_no_operator_or_function_of_the_search_path_ever_runs(
@@ -325,6 +327,7 @@ def test_no_operator_or_function_of_the_search_path_runs_in_an_online_conversion
 # -- 3. role switches, and exactly the documented grants -------------------------------------------
 
 
+@BOTH_PATHS
 def test_role_switches_keep_issuing_increasing_ids(connect: Any, app_role: str) -> None:
     """Unguarded: 'permission denied for sequence idfields_snowflake' after SET ROLE."""
     conn = connect()
@@ -340,6 +343,7 @@ def test_role_switches_keep_issuing_increasing_ids(connect: Any, app_role: str) 
     assert ids == sorted(set(ids))
 
 
+@BOTH_PATHS
 def test_a_first_call_under_a_switched_role_then_another_role(connect: Any, app_role: str) -> None:
     conn = connect()
     conn.execute(f"SET ROLE {app_role}".encode())
@@ -542,6 +546,7 @@ def tenant_copy(connect: Any) -> Iterator[str]:
     admin.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(name))
 
 
+@BOTH_PATHS
 def test_a_second_lease_table_on_the_search_path_is_refused(connect: Any, tenant_copy: str) -> None:
     """Unguarded: the backend leased from public while the session's tables were the tenant's."""
     conn = connect(options=f"-c search_path={tenant_copy},public")
@@ -609,6 +614,7 @@ def test_the_install_refuses_two_copies_on_the_search_path(
 # -- 7. lastval(), 8. savepoints, 9. read-only ---------------------------------------------------
 
 
+@BOTH_PATHS
 def test_the_callers_lastval_is_untouched(connect: Any) -> None:
     """Unguarded: lastval() returned the snowflake, not the serial column's value."""
     admin = connect()
@@ -659,6 +665,7 @@ def keep_an_id_of_a_rolled_back_claim(
     return kept, tick
 
 
+@BOTH_PATHS
 def test_an_id_kept_from_a_rolled_back_savepoint_claim_keeps_its_node(
     connect: Any, lease_rows: psycopg.Connection
 ) -> None:
@@ -709,6 +716,7 @@ def test_the_apps_lock_key_is_the_sql_functions(connect: Any) -> None:
         assert row == (lease_lock_key(key),)
 
 
+@BOTH_PATHS
 @pytest.mark.parametrize("function", ["next_snowflake", "next_decimal", "next_narrow"])
 def test_a_read_only_transaction_gets_an_idfields_error(connect: Any, function: str) -> None:
     """Unguarded: 'cannot execute CREATE SEQUENCE in a read-only transaction'."""

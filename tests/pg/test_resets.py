@@ -17,6 +17,7 @@ from psycopg import sql as pgsql
 from idfields.layouts import Layout
 from tests.pg import pgbouncer
 from tests.pg.conftest import (
+    BOTH_PATHS,
     Connect,
     drop_role,
     fill_but,
@@ -41,6 +42,7 @@ def backend_nodes(conn: psycopg.Connection[Any], pid: int) -> int:
     return int(row[0])
 
 
+@BOTH_PATHS
 @pytest.mark.parametrize(
     "reset",
     [
@@ -70,6 +72,7 @@ def test_resets_keep_the_backends_node(
     assert backend_nodes(connect(), pid) == 1
 
 
+@BOTH_PATHS
 def test_a_reset_inside_a_busy_tick_never_repeats(connect: Connect) -> None:
     """Resets between statements of 5,000 IDs each (more than a tick's 4,096: the backend runs
     ahead of the clock): the re-taken node starts behind the fence of its own lease row."""

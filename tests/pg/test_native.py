@@ -1,0 +1,322 @@
+"""The C extension idfields_native (pgext/): the same IDs as the PL/pgSQL functions from the
+same state, the same leases and refusals, wired in and out of next_snowflake()/next_traceid()
+by the install, and nothing a caller could forge. The hardening tests that run on both paths
+carry ``BOTH_PATHS`` in their own modules."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import psycopg
+import pytest
+from databases import DbUrl
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from psycopg import sql as pgsql
+
+from idfields import sql
+from tests.pg.conftest import (
+    Connect,
+    function_calls,
+    grant_as_documented,
+    run_in_threads,
+    single_row_inserts,
+)
+
+NATIVE = pytest.mark.parametrize("db_kwargs", ["native"], indirect=True)
+# The clock's tick of each layout, as the SQL reads it.
+TICK = {
+    "snowflake": "SELECT idfields.clock_ms() - 1704067200000",
+    "traceid": "SELECT idfields.clock_ms() / 1000",
+}
+NODE = {"snowflake": lambda i: (i >> 12) & 1023, "traceid": lambda i: (i >> 22) & 65535}
+
+
+def hook_ids(
+    conn: psycopg.Connection[Any], schema: str, layout: str, tick: int, n: int
+) -> list[int]:
+    """``n`` IDs of ``<schema>.next_<layout>_at(tick)`` in one statement."""
+    query = pgsql.SQL("SELECT {}.{}(%s) FROM pg_catalog.generate_series(1, %s)").format(
+        pgsql.Identifier(schema), pgsql.Identifier(f"next_{layout}_at")
+    )
+    return [int(row[0]) for row in conn.execute(query, [tick, n]).fetchall()]
+
+
+class State:
+    """A session's whole position in a layout: its sequence's last value, its claim and limit
+    settings, and its lease row; put back as it was between two runs of the same calls."""
+
+    def __init__(self, conn: psycopg.Connection[Any], layout: str) -> None:
+        self.layout = layout
+        self.last, self.claim, self.limit = conn.execute(
+            "SELECT pg_sequence_last_value(to_regclass(%s)), current_setting(%s), "
+            "current_setting(%s)",
+            [f"pg_temp.idfields_{layout}", f"idfields.{layout}_lease", f"idfields.{layout}_limit"],
+        ).fetchone()
+        self.row = conn.execute(
+            "SELECT node, holder, acquired_at_ms, expires_at_ms FROM idfields_node_lease "
+            "WHERE layout = %s AND node = %s",
+            [layout, int(self.claim.split(":")[0])],
+        ).fetchone()
+
+    def restore(self, conn: psycopg.Connection[Any]) -> None:
+        layout = self.layout
+        conn.execute(
+            "SELECT setval(to_regclass(%s), %s), set_config(%s, %s, false), "
+            "set_config(%s, %s, false)",
+            [f"pg_temp.idfields_{layout}", self.last, f"idfields.{layout}_lease", self.claim,
+             f"idfields.{layout}_limit", self.limit],
+        )  # fmt: skip
+        node, holder, acquired, expires = self.row
+        conn.execute(
+            "UPDATE idfields_node_lease SET holder = %s, acquired_at_ms = %s, expires_at_ms = %s "
+            "WHERE layout = %s AND node = %s",
+            [holder, acquired, expires, layout, node],
+        )
+        conn.commit()
+
+
+# One step: ticks the clock moves on, IDs in one statement, a new transaction first or not,
+# DISCARD SEQUENCES before it or not (currval() forgotten), the C function or PL/pgSQL.
+STEPS = st.lists(
+    st.tuples(st.integers(0, 2), st.integers(1, 3000), st.booleans(), st.booleans(), st.booleans()),
+    min_size=1,
+    max_size=12,
+)
+
+
+@NATIVE
+@pytest.mark.parametrize("layout", ["snowflake", "traceid"])
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=STEPS)
+def test_the_c_path_issues_the_plpgsql_ids_from_the_same_state(
+    connect: Connect, layout: str, steps: list[tuple[int, int, bool, bool, bool]]
+) -> None:
+    """One session, one claim, the same ticks through the test hooks: the calls interleaving
+    the C function and PL/pgSQL give exactly the IDs of PL/pgSQL alone, strictly increasing."""
+    conn = connect(autocommit=False)
+    start = int(conn.execute(TICK[layout]).fetchone()[0])
+    hook_ids(conn, "idfields", layout, start, 1)  # claims
+    conn.commit()
+    state = State(conn, layout)
+    runs: list[list[int]] = []
+    for mixed in (False, True):
+        state.restore(conn)
+        tick, ids = start, []
+        for advance, n, new_transaction, discard, native in steps:
+            tick += advance
+            if new_transaction:
+                conn.commit()
+                if discard:
+                    conn.execute("DISCARD SEQUENCES")
+            schema = "idfields_native" if mixed and native else "idfields"
+            ids += hook_ids(conn, schema, layout, tick, n)
+        conn.commit()
+        runs.append(ids)
+    assert runs[1] == runs[0]
+    assert all(a < b for a, b in zip(runs[1], runs[1][1:], strict=False))
+    conn.close()
+
+
+@NATIVE
+def test_next_snowflake_inlines_one_c_call(connect: Connect) -> None:
+    """The column default's function is an inlined call of the C function: no PL/pgSQL, no
+    other SQL body, at plan time."""
+    for layout in ("snowflake", "traceid"):
+        plan = connect().execute(f"EXPLAIN VERBOSE SELECT idfields.next_{layout}()".encode())
+        assert f"Output: idfields_native.next_{layout}()" in str(plan.fetchall())
+
+
+@NATIVE
+def test_single_row_transactions_call_no_plpgsql(counted: psycopg.Connection[Any]) -> None:
+    """Each autocommit INSERT's first ID, and each new tick, go on with the session's claim in
+    C: PL/pgSQL runs for the claim and a lease renewal (about four times a second) only."""
+    single_row_inserts(counted, 1)  # claims
+    before = function_calls(counted, "issue_snowflake")
+    single_row_inserts(counted, 100)
+    assert function_calls(counted, "issue_snowflake") - before <= 10
+
+
+@NATIVE
+@pytest.mark.parametrize("layout", ["snowflake", "traceid"])
+def test_a_session_with_a_claim_is_refused_a_read_only_first_id(
+    connect: Connect, layout: str
+) -> None:
+    """The session holds a valid claim; its next transaction is read-only: the C path leaves
+    the first ID to PL/pgSQL, which refuses it, as on the PL/pgSQL path."""
+    conn = connect(autocommit=False)
+    conn.execute(f"SELECT idfields.next_{layout}()".encode())
+    conn.commit()
+    conn.execute("SET TRANSACTION READ ONLY")
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="idfields: cannot issue"):
+        conn.execute(f"SELECT idfields.next_{layout}()".encode())
+
+
+@NATIVE
+def test_a_rolled_back_first_id_is_not_repeated(connect: Connect) -> None:
+    """A session's first IDs in a transaction that rolls back (claim, sequence and switch go
+    with it): the next ones are new, on the C path as on PL/pgSQL."""
+    conn = connect(autocommit=False)
+    first = [r[0] for r in conn.execute(
+        "SELECT idfields.next_snowflake() FROM generate_series(1, 10)").fetchall()]  # fmt: skip
+    conn.rollback()
+    again = [r[0] for r in conn.execute(
+        "SELECT idfields.next_snowflake() FROM generate_series(1, 10)").fetchall()]  # fmt: skip
+    conn.commit()
+    assert not set(first) & set(again)
+
+
+@NATIVE
+def test_a_reset_inside_a_transaction_takes_the_node_back(connect: Connect) -> None:
+    """DISCARD TEMP inside a transaction drops the sequence the switch names: the C path never
+    acts on it and hands the call to PL/pgSQL, which takes its own node back behind its limit."""
+    conn = connect(autocommit=False)
+    ids = [r[0] for r in conn.execute(
+        "SELECT idfields.next_snowflake() FROM generate_series(1, 10)").fetchall()]  # fmt: skip
+    conn.execute("DISCARD TEMP")
+    ids += [r[0] for r in conn.execute(
+        "SELECT idfields.next_snowflake() FROM generate_series(1, 10)").fetchall()]  # fmt: skip
+    conn.commit()
+    assert len(set(ids)) == 20 and len({NODE["snowflake"](i) for i in ids}) == 1
+
+
+@NATIVE
+@pytest.mark.parametrize("layout", ["snowflake", "traceid"])
+def test_a_switch_naming_another_sequence_is_never_acted_on(
+    connect: Connect, app_role: str, layout: str
+) -> None:
+    """The role's own sequence, which it may write, named in the switch (and its claim) after a
+    real claim: the C path moves only the session's own sequence (the SQL hot path, as the
+    caller, would setval() the named one)."""
+    conn = connect(user=app_role, autocommit=False)
+    first = int(conn.execute(f"SELECT idfields.next_{layout}()".encode()).fetchone()[0])
+    conn.commit()
+    conn.execute("CREATE TEMPORARY SEQUENCE forged MINVALUE -1 START -1")
+    conn.execute("SELECT setval('forged', %s)", [first])
+    oid = str(conn.execute("SELECT 'forged'::regclass::oid").fetchone()[0])
+    claim = conn.execute(f"SELECT current_setting('idfields.{layout}_lease')".encode()).fetchone()
+    forged_claim = ":".join([*claim[0].split(":")[:3], oid, *claim[0].split(":")[4:]])
+    conn.execute(f"SELECT set_config('idfields.{layout}', %s, true)".encode(), [oid])
+    conn.execute(
+        f"SELECT set_config('idfields.{layout}_lease', %s, false)".encode(), [forged_claim]
+    )
+    again = int(conn.execute(f"SELECT idfields.next_{layout}()".encode()).fetchone()[0])
+    assert conn.execute("SELECT pg_sequence_last_value('forged')").fetchone() == (first,)
+    assert again > first
+
+
+@NATIVE
+def test_eight_backends_issue_distinct_ids_one_node_each(connect: Connect) -> None:
+    """8 backends, each 200 single-row transactions and 20,000 IDs in statements: no ID twice,
+    each backend's IDs increasing and on one node."""
+    issued: list[list[int]] = [[] for _ in range(8)]
+
+    def work(index: int) -> None:
+        conn = connect()
+        for _ in range(200):
+            issued[index].append(
+                int(conn.execute("SELECT idfields.next_snowflake()").fetchone()[0])
+            )
+        for _ in range(4):
+            rows = conn.execute("SELECT idfields.next_snowflake() FROM generate_series(1, 5000)")
+            issued[index] += [int(row[0]) for row in rows.fetchall()]
+
+    run_in_threads(work, 8)
+    every = [i for ids in issued for i in ids]
+    assert len(set(every)) == len(every) == 8 * 20_200
+    for ids in issued:
+        assert ids == sorted(ids) and len({NODE["snowflake"](i) for i in ids}) == 1
+    assert len({NODE["snowflake"](ids[0]) for ids in issued}) == 8
+
+
+@NATIVE
+def test_no_function_of_the_extension_takes_anything_forgeable(
+    connect: Connect, app_role: str
+) -> None:
+    """The functions PUBLIC may run take no argument at all; the tick-taking hooks are the
+    owner's, like idfields.next_<layout>_at()."""
+    rows = (
+        connect()
+        .execute(
+            "SELECT p.oid::regprocedure::text, p.pronargs, has_function_privilege(%s, p.oid, "
+            "'EXECUTE') FROM pg_proc AS p WHERE p.pronamespace = 'idfields_native'::regnamespace",
+            [app_role],
+        )
+        .fetchall()
+    )
+    runnable = {name for name, count, may in rows if may}
+    assert {name for name, count, may in rows if may and count} == set()
+    assert "idfields_native.next_snowflake()" in runnable
+    assert {"idfields_native.next_snowflake_at(bigint)", "idfields_native.next_traceid_at(bigint)"
+            } == {name for name, _, may in rows if not may}  # fmt: skip
+
+
+@pytest.mark.usefixtures("native_kwargs")  # skipped, or failed, without the extension
+def test_the_extension_after_the_functions_wires_in_and_out(empty_database: DbUrl) -> None:
+    """Functions first, then CREATE EXTENSION and wire(): a column default follows (same OID);
+    DROP EXTENSION is refused while wired; unwire() lets it go with IDs going on; installing
+    the functions again over the extension wires it in by itself."""
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(sql.load(sql.VERSION).encode())
+        conn.execute("CREATE TABLE rows (id bigint PRIMARY KEY DEFAULT idfields.next_snowflake())")
+        conn.execute("INSERT INTO rows DEFAULT VALUES")
+        conn.execute("CREATE EXTENSION idfields_native")
+        conn.execute("SELECT idfields_native.wire()")
+        assert "idfields_native.next_snowflake()" in plan_of(
+            conn, "INSERT INTO rows DEFAULT VALUES"
+        )
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+            conn.execute("DROP EXTENSION idfields_native")
+        conn.execute("SELECT idfields_native.unwire()")
+        conn.execute("DROP EXTENSION idfields_native")
+        conn.execute("INSERT INTO rows DEFAULT VALUES")
+        conn.execute("CREATE EXTENSION idfields_native")
+        conn.execute(sql.load(sql.VERSION).encode())
+        assert "idfields_native.next_snowflake()" in plan_of(
+            conn, "INSERT INTO rows DEFAULT VALUES"
+        )
+        conn.execute("INSERT INTO rows DEFAULT VALUES")
+        ids = [row[0] for row in conn.execute("SELECT id FROM rows ORDER BY id").fetchall()]
+        assert len(ids) == 3
+        conn.execute("DROP TABLE rows")
+
+
+@pytest.mark.usefixtures("native_kwargs")
+def test_wire_before_the_functions_names_the_fix(empty_database: DbUrl) -> None:
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION idfields_native")
+        with pytest.raises(psycopg.errors.UndefinedFunction, match="issue_snowflake") as caught:
+            conn.execute("SELECT idfields_native.wire()")
+        assert "Install the idfields database functions first" in caught.value.diag.message_hint
+
+
+@NATIVE
+def test_a_role_with_only_usage_on_idfields_runs_the_c_path(
+    connect: Connect, db_kwargs: dict[str, object]
+) -> None:
+    """A role granted only what the privileges page says (no USAGE on idfields_native) inserts
+    through the wired default: EXECUTE is PUBLIC's, and the schema is never looked up by name."""
+    admin = connect()
+    role = f"native_app_{secrets.token_hex(3)}"
+    admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+    try:
+        grant_as_documented(admin, role, str(db_kwargs["dbname"]))
+        conn = connect(user=role)
+        ids = [
+            int(conn.execute("SELECT idfields.next_snowflake()").fetchone()[0]) for _ in range(5)
+        ]
+        assert ids == sorted(set(ids))
+        conn.close()
+    finally:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role]
+        )
+        admin.execute(pgsql.SQL("DROP OWNED BY {}").format(pgsql.Identifier(role)))
+        admin.execute(pgsql.SQL("DROP ROLE {}").format(pgsql.Identifier(role)))
+
+
+def plan_of(conn: psycopg.Connection[Any], statement: str) -> str:
+    return str(conn.execute(f"EXPLAIN VERBOSE {statement}".encode()).fetchall())
