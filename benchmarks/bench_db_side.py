@@ -387,8 +387,10 @@ def _install(conn: psycopg.Connection[Any]) -> tuple[list[Candidate], list[Row]]
 
 def _drop_native(conn: psycopg.Connection[Any]) -> None:
     """The C extension gone, its wiring undone first where a database had it wired."""
-    if conn.execute("SELECT to_regprocedure('idfields_native.unwire()')").fetchone() != (None,):
-        conn.execute("SELECT idfields_native.unwire()")
+    if conn.execute("SELECT to_regprocedure('idfields_native.wire(boolean)')").fetchone() != (
+        None,
+    ):
+        conn.execute("SELECT idfields_native.wire(false)")
     conn.execute("DROP EXTENSION IF EXISTS idfields_native")
 
 

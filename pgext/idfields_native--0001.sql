@@ -26,13 +26,16 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 REVOKE ALL ON FUNCTION @extschema@.next_snowflake_at(bigint), @extschema@.next_traceid_at(bigint)
     FROM PUBLIC;
 
--- Points idfields.next_snowflake() and next_traceid() at the C functions: inlined SQL wrappers,
--- bound (BEGIN ATOMIC) to them, so DROP EXTENSION is refused while they are wired. The idfields
--- install script (0001.sql) calls it at its end when this extension is installed; after a
--- CREATE EXTENSION over installed functions, call it once (as their owner or a superuser).
--- CREATE OR REPLACE keeps each function's OID: column defaults follow.
-CREATE FUNCTION @extschema@.wire() RETURNS void
-LANGUAGE plpgsql VOLATILE
+-- wire() points idfields.next_snowflake() and next_traceid() at the C functions: inlined SQL
+-- wrappers, bound (BEGIN ATOMIC) to them, so DROP EXTENSION is refused while they are wired.
+-- The idfields install script (0001.sql) calls it at its end when this extension is installed;
+-- after a CREATE EXTENSION over installed functions, call it once (as their owner or a
+-- superuser). CREATE OR REPLACE keeps each function's OID: column defaults follow.
+-- wire(false) points them back at PL/pgSQL, each a plain call of idfields.issue_<layout>(), so
+-- DROP EXTENSION goes through; the idfields install run again restores the inlined SQL hot
+-- paths. Either needs the caller to own the functions, as any CREATE OR REPLACE does.
+CREATE FUNCTION @extschema@.wire(native boolean DEFAULT true) RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -43,30 +46,14 @@ BEGIN
             RAISE EXCEPTION 'idfields_native: idfields.issue_%(regclass) does not exist', layout
                 USING ERRCODE = '42883',
                 HINT = 'Install the idfields database functions first (the idfields migration); '
-                       'they call this function at their end.';
+                       'they call idfields_native.wire() at their end.';
         END IF;
-        EXECUTE pg_catalog.format('CREATE OR REPLACE FUNCTION idfields.%1$I() RETURNS bigint '
-            'LANGUAGE sql VOLATILE PARALLEL UNSAFE BEGIN ATOMIC SELECT @extschema@.%1$I(); END',
-            'next_' || layout);
-    END LOOP;
-END
-$$;
-
--- Points them back at PL/pgSQL, each a plain call of idfields.issue_<layout>(), so DROP
--- EXTENSION goes through; re-running the idfields install (its migration) restores the
--- inlined SQL hot paths.
-CREATE FUNCTION @extschema@.unwire() RETURNS void
-LANGUAGE plpgsql VOLATILE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    layout text;
-BEGIN
-    FOREACH layout IN ARRAY ARRAY['snowflake', 'traceid'] LOOP
         EXECUTE pg_catalog.format('CREATE OR REPLACE FUNCTION idfields.%I() RETURNS bigint '
-            'LANGUAGE sql VOLATILE PARALLEL UNSAFE BEGIN ATOMIC SELECT idfields.%I('
-            'pg_catalog.to_regclass(''idfields_node_lease'')); END', 'next_' || layout,
-            'issue_' || layout);
+            'LANGUAGE sql VOLATILE PARALLEL UNSAFE BEGIN ATOMIC SELECT %s; END',
+            'next_' || layout, CASE WHEN native
+                THEN pg_catalog.format('@extschema@.%I()', 'next_' || layout)
+                ELSE pg_catalog.format('idfields.%I(pg_catalog.to_regclass(%L))',
+                    'issue_' || layout, 'idfields_node_lease') END);
     END LOOP;
 END
 $$;

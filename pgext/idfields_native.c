@@ -72,23 +72,13 @@ typedef struct Issuer
 	FmgrInfo	flinfo;
 } Issuer;
 
+/* a + b, or a - b when subtract, raising as PostgreSQL's int8 operators do on overflow. */
 static int64
-add64(int64 a, int64 b)
+checked(int64 a, int64 b, bool subtract)
 {
 	int64		result;
 
-	if (pg_add_s64_overflow(a, b, &result))
-		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-						errmsg("bigint out of range")));
-	return result;
-}
-
-static int64
-sub64(int64 a, int64 b)
-{
-	int64		result;
-
-	if (pg_sub_s64_overflow(a, b, &result))
+	if (subtract ? pg_sub_s64_overflow(a, b, &result) : pg_add_s64_overflow(a, b, &result))
 		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						errmsg("bigint out of range")));
 	return result;
@@ -217,14 +207,14 @@ set_switch(const Layout *layout, const char *sequence)
 static bool
 snowflake_hot(int64 candidate, int64 tick)
 {
-	return (sub64(candidate, shl64(tick, 22)) & INT64CONST(-9223372036854771713)) > 0;
+	return (checked(candidate, shl64(tick, 22), true) & INT64CONST(-9223372036854771713)) > 0;
 }
 
 /* next_traceid()'s hot path: the candidate is in the tick mod 2^25 with counter >= 1. */
 static bool
 traceid_hot(int64 candidate, int64 tick)
 {
-	return (((sub64(candidate, shl64(tick & 33554431, 38))
+	return (((checked(candidate, shl64(tick & 33554431, 38), true)
 			  & INT64CONST(9223371487103156223)) - 1) & INT64CONST(-4194304)) == 0;
 }
 
@@ -250,9 +240,9 @@ snowflake_resumes(Oid sequence, bool switched, Oid lease, int64 tick, int64 *id)
 		|| !parse_int64(GetConfigOption(snowflake.limit_name, true, false), &limit))
 		return false;
 	base = shl64(node, 12);
-	next = Max(add64(last, 1), shl64(tick, 22) | base);
+	next = Max(checked(last, 1, false), shl64(tick, 22) | base);
 	if ((((last ^ base) | (next ^ base)) & INT64CONST(-9223372036850585600)) != 0
-		|| (next >> 22) > add64(tick, 1000) || (next >> 22) > limit)
+		|| (next >> 22) > checked(tick, 1000, false) || (next >> 22) > limit)
 		return false;
 	set_switch(&snowflake, claim[3]);
 	*id = next;
@@ -277,7 +267,7 @@ traceid_resumes(Oid sequence, Oid lease, int64 tick, int64 *id)
 		|| !last_value(sequence, &last) || !parse_int64(claim[0], &node))
 		return false;
 	if ((last & INT64CONST(0x3FFFC00000)) != shl64(node, 22) || tick > limit
-		|| !traceid_hot(add64(last, 1), tick))
+		|| !traceid_hot(checked(last, 1, false), tick))
 		return false;
 	set_switch(&traceid, claim[3]);
 	*id = last + 1;
@@ -336,8 +326,8 @@ next_id(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 	if (OidIsValid(sequence) && switch_value != NULL && is_oid_text(switch_value, sequence))
 	{
 		switched = true;
-		id = add64(DatumGetInt64(DirectFunctionCall1(currval_oid,
-													 ObjectIdGetDatum(sequence))), 1);
+		id = checked(DatumGetInt64(DirectFunctionCall1(currval_oid,
+													   ObjectIdGetDatum(sequence))), 1, false);
 		if (layout->wraps ? traceid_hot(id, tick) : snowflake_hot(id, tick))
 			PG_RETURN_INT64(issue_on(sequence, id));
 	}

@@ -181,6 +181,7 @@ def user_layouts(pg_kwargs: dict[str, object]) -> None:
     install_layouts(pg_kwargs, NARROW, WRAPPING)
 
 
+@BOTH_PATHS
 @pytest.mark.usefixtures("user_layouts")
 def test_every_function_a_role_may_run_takes_nothing_forgeable(
     connect: Connect, app_role: str

@@ -18,10 +18,12 @@ from psycopg import sql as pgsql
 from idfields import sql
 from tests.pg.conftest import (
     Connect,
+    Pair,
     function_calls,
     grant_as_documented,
     run_in_threads,
     single_row_inserts,
+    wait_for_replay,
 )
 
 NATIVE = pytest.mark.parametrize("db_kwargs", ["native"], indirect=True)
@@ -236,8 +238,9 @@ def test_eight_backends_issue_distinct_ids_one_node_each(connect: Connect) -> No
 def test_no_function_of_the_extension_takes_anything_forgeable(
     connect: Connect, app_role: str
 ) -> None:
-    """The functions PUBLIC may run take no argument at all; the tick-taking hooks are the
-    owner's, like idfields.next_<layout>_at()."""
+    """The functions PUBLIC may run take no argument but wire()'s flag (which only picks what
+    the caller's own CREATE OR REPLACE writes); the tick-taking hooks are the owner's, like
+    idfields.next_<layout>_at()."""
     rows = (
         connect()
         .execute(
@@ -248,7 +251,7 @@ def test_no_function_of_the_extension_takes_anything_forgeable(
         .fetchall()
     )
     runnable = {name for name, count, may in rows if may}
-    assert {name for name, count, may in rows if may and count} == set()
+    assert {name for name, count, may in rows if may and count} == {"idfields_native.wire(boolean)"}
     assert "idfields_native.next_snowflake()" in runnable
     assert {"idfields_native.next_snowflake_at(bigint)", "idfields_native.next_traceid_at(bigint)"
             } == {name for name, _, may in rows if not may}  # fmt: skip
@@ -257,7 +260,7 @@ def test_no_function_of_the_extension_takes_anything_forgeable(
 @pytest.mark.usefixtures("native_kwargs")  # skipped, or failed, without the extension
 def test_the_extension_after_the_functions_wires_in_and_out(empty_database: DbUrl) -> None:
     """Functions first, then CREATE EXTENSION and wire(): a column default follows (same OID);
-    DROP EXTENSION is refused while wired; unwire() lets it go with IDs going on; installing
+    DROP EXTENSION is refused while wired; wire(false) lets it go with IDs going on; installing
     the functions again over the extension wires it in by itself."""
     with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
         conn.execute(sql.load(sql.VERSION).encode())
@@ -270,7 +273,7 @@ def test_the_extension_after_the_functions_wires_in_and_out(empty_database: DbUr
         )
         with pytest.raises(psycopg.errors.DependentObjectsStillExist):
             conn.execute("DROP EXTENSION idfields_native")
-        conn.execute("SELECT idfields_native.unwire()")
+        conn.execute("SELECT idfields_native.wire(false)")
         conn.execute("DROP EXTENSION idfields_native")
         conn.execute("INSERT INTO rows DEFAULT VALUES")
         conn.execute("CREATE EXTENSION idfields_native")
@@ -316,6 +319,37 @@ def test_a_role_with_only_usage_on_idfields_runs_the_c_path(
         )
         admin.execute(pgsql.SQL("DROP OWNED BY {}").format(pgsql.Identifier(role)))
         admin.execute(pgsql.SQL("DROP ROLE {}").format(pgsql.Identifier(role)))
+
+
+@pytest.mark.usefixtures("native_kwargs")
+def test_a_standby_refuses_the_c_path_with_the_idfields_error(primary_and_standby: Pair) -> None:
+    """The extension wired on the primary and replayed: on the standby the C functions find no
+    sequence of the session and hand the call to PL/pgSQL, which refuses as without them."""
+    kwargs = primary_and_standby.primary.psycopg_kwargs()
+    with psycopg.connect(**kwargs, autocommit=True) as primary:
+        primary.execute("CREATE EXTENSION idfields_native")
+        try:
+            primary.execute("SELECT idfields_native.wire()")
+            wait_for_replay(
+                primary_and_standby.standby,
+                primary.execute("SELECT pg_current_wal_insert_lsn()").fetchone(),
+            )
+            with psycopg.connect(
+                **primary_and_standby.standby.psycopg_kwargs(), autocommit=True
+            ) as standby:
+                for layout in ("snowflake", "traceid"):
+                    call = f"idfields.next_{layout}()"
+                    assert f"idfields_native.next_{layout}()" in plan_of(standby, f"SELECT {call}")
+                    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="hot standby"):
+                        standby.execute(f"SELECT {call}".encode())
+        finally:
+            primary.execute("SELECT idfields_native.wire(false)")
+            primary.execute("DROP EXTENSION idfields_native")
+            primary.execute(sql.load(sql.VERSION).encode())
+            wait_for_replay(
+                primary_and_standby.standby,
+                primary.execute("SELECT pg_current_wal_insert_lsn()").fetchone(),
+            )
 
 
 def plan_of(conn: psycopg.Connection[Any], statement: str) -> str:

@@ -1130,7 +1130,7 @@ GRANT SELECT ON idfields.node_holders TO PUBLIC;
 -- issue_<layout>() above (docs/how-to/native-extension.md).
 DO $native$
 BEGIN
-    IF pg_catalog.to_regprocedure('idfields_native.wire()') IS NOT NULL THEN
+    IF pg_catalog.to_regprocedure('idfields_native.wire(boolean)') IS NOT NULL THEN
         EXECUTE 'SELECT idfields_native.wire()';
     END IF;
 END
