@@ -25,17 +25,18 @@
 
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "common/int.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 PG_MODULE_MAGIC;
@@ -286,11 +287,26 @@ issue(FunctionCallInfo fcinfo, const Layout *layout, bool hook, Oid lease)
 
 	if (issuer == NULL)
 	{
+		/*
+		 * By the catalog, as the inlined SQL's bound call finds it: no search_path, and no
+		 * USAGE on schema idfields asked of a caller whose column default runs it.
+		 */
 		Oid			types[2] = {INT8OID, REGCLASSOID};
-		List	   *name = list_make2(makeString(pstrdup("idfields")),
-									  makeString(hook ? layout->issue_at : layout->issue));
-		Oid			function = LookupFuncName(name, count, hook ? types : types + 1, false);
+		const char *name = hook ? layout->issue_at : layout->issue;
+		oidvector  *arguments = buildoidvector(hook ? types : types + 1, count);
+		Oid			schema = get_namespace_oid("idfields", true);
+		Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+											   CStringGetDatum(name),
+											   PointerGetDatum(arguments),
+											   ObjectIdGetDatum(schema));
 
+		if (!OidIsValid(function))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("idfields_native: idfields.%s(%sregclass) does not exist", name,
+							hook ? "bigint, " : ""),
+					 errhint("Install the idfields database functions (the idfields migration): "
+							 "this extension hands everything but the common case to them.")));
 		issuer = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(Issuer));
 		fmgr_info_cxt(function, &issuer->flinfo, fcinfo->flinfo->fn_mcxt);
 		issuer->function = function;

@@ -17,8 +17,10 @@ from psycopg import sql as pgsql
 
 from idfields import sql
 from tests.pg.conftest import (
+    BOTH_PATHS,
     Connect,
     Pair,
+    drop_role,
     function_calls,
     grant_as_documented,
     run_in_threads,
@@ -296,6 +298,63 @@ def test_wire_before_the_functions_names_the_fix(empty_database: DbUrl) -> None:
         assert "Install the idfields database functions first" in caught.value.diag.message_hint
 
 
+@BOTH_PATHS
+def test_a_column_default_needs_no_usage_on_schema_idfields(
+    connect: Connect, db_kwargs: dict[str, object]
+) -> None:
+    """A role granted INSERT on a table only (no USAGE on schema idfields) inserts through its
+    default, claims included, on both paths: the default is bound by OID (C that looked the
+    PL/pgSQL issuer up by name: 'permission denied for schema idfields' at the claim)."""
+    admin = connect()
+    role = f"native_insert_{secrets.token_hex(3)}"
+    table = pgsql.Identifier(f"native_rows_{secrets.token_hex(3)}")
+    admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+    admin.execute(
+        pgsql.SQL("CREATE TABLE {} (id bigint PRIMARY KEY DEFAULT idfields.next_snowflake(), "
+                  "v integer)").format(table)
+    )  # fmt: skip
+    try:
+        admin.execute(pgsql.SQL("GRANT INSERT ON {} TO {}").format(table, pgsql.Identifier(role)))
+        conn = connect(user=role)
+        for _ in range(3):
+            conn.execute(pgsql.SQL("INSERT INTO {} (v) VALUES (1)").format(table))
+        conn.close()
+        assert admin.execute(pgsql.SQL("SELECT count(*) FROM {}").format(table)).fetchone() == (3,)
+    finally:
+        admin.execute(pgsql.SQL("DROP TABLE {}").format(table))
+        drop_role(admin, role)
+
+
+@BOTH_PATHS
+@pytest.mark.parametrize("layout", ["snowflake", "traceid"])
+def test_savepoints_rolled_back_around_ids_never_repeat_them(connect: Connect, layout: str) -> None:
+    """IDs inside savepoints that roll back (the switch set there goes back with them), between
+    IDs kept: every ID distinct and increasing, one node."""
+    conn = connect(autocommit=False)
+    call = pgsql.SQL("SELECT idfields.{}() FROM generate_series(1, 3)").format(
+        pgsql.Identifier(f"next_{layout}")
+    )
+    ids: list[int] = []
+    for round_ in range(20):
+        if round_ % 5 == 0:
+            conn.commit()  # a transaction's first ID inside the savepoint, then after it
+        conn.execute("SAVEPOINT s")
+        ids += [int(row[0]) for row in conn.execute(call).fetchall()]
+        conn.execute("ROLLBACK TO SAVEPOINT s")
+        ids += [int(row[0]) for row in conn.execute(call).fetchall()]
+    conn.commit()
+    assert ids == sorted(set(ids)) and len({NODE[layout](i) for i in ids}) == 1
+
+
+@pytest.mark.usefixtures("native_kwargs")
+def test_the_c_path_without_the_functions_names_the_fix(empty_database: DbUrl) -> None:
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION idfields_native")
+        with pytest.raises(psycopg.errors.UndefinedFunction, match="issue_snowflake") as caught:
+            conn.execute("SELECT idfields_native.next_snowflake()")
+        assert "Install the idfields database functions" in caught.value.diag.message_hint
+
+
 @NATIVE
 def test_a_role_with_only_usage_on_idfields_runs_the_c_path(
     connect: Connect, db_kwargs: dict[str, object]
@@ -314,11 +373,7 @@ def test_a_role_with_only_usage_on_idfields_runs_the_c_path(
         assert ids == sorted(set(ids))
         conn.close()
     finally:
-        admin.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role]
-        )
-        admin.execute(pgsql.SQL("DROP OWNED BY {}").format(pgsql.Identifier(role)))
-        admin.execute(pgsql.SQL("DROP ROLE {}").format(pgsql.Identifier(role)))
+        drop_role(admin, role)
 
 
 @pytest.mark.usefixtures("native_kwargs")
