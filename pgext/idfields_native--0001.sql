@@ -5,6 +5,10 @@
 -- the common case to idfields.issue_<layout>(visible_lease), which runs as its owner.
 \echo Use "CREATE EXTENSION idfields_native" to load this file. \quit
 
+-- The install of the idfields functions, run by their owner (any role), finds wire() here;
+-- every function PUBLIC may run takes nothing forgeable, and the hooks are revoked below.
+GRANT USAGE ON SCHEMA @extschema@ TO PUBLIC;
+
 CREATE FUNCTION @extschema@.next_snowflake() RETURNS bigint
 AS 'MODULE_PATHNAME', 'idfields_native_next_snowflake'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;

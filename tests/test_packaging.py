@@ -46,7 +46,7 @@ def test_the_sdist_ships_the_whole_suite_and_what_it_reads(tmp_path: Path) -> No
     with tarfile.open(sdist) as archive:
         prefix = archive.getnames()[0].split("/")[0] + "/"
         shipped = {name.removeprefix(prefix) for name in archive.getnames()}
-    wanted = tracked("tests", "docs", "benchmarks", "Makefile", "mkdocs.yml", "README.md")
+    wanted = tracked("tests", "docs", "benchmarks", "pgext", "Makefile", "mkdocs.yml", "README.md")
     assert wanted - shipped == set()
     assert {"tests/conftest.py", "tests/databases.py", "tests/django_project/settings.py"} <= (
         shipped

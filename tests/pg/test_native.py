@@ -23,6 +23,7 @@ from tests.pg.conftest import (
     drop_role,
     function_calls,
     grant_as_documented,
+    install_as_plain_owner,
     run_in_threads,
     single_row_inserts,
     wait_for_replay,
@@ -287,6 +288,35 @@ def test_the_extension_after_the_functions_wires_in_and_out(empty_database: DbUr
         ids = [row[0] for row in conn.execute("SELECT id FROM rows ORDER BY id").fetchall()]
         assert len(ids) == 3
         conn.execute("DROP TABLE rows")
+
+
+@pytest.mark.usefixtures("native_kwargs")
+def test_an_owner_that_is_no_superuser_installs_over_the_extension(empty_database: DbUrl) -> None:
+    """A superuser created the extension; the functions are installed by a plain role, which
+    the install's end wires in (a schema PUBLIC could not use: 'permission denied for schema
+    idfields_native' at install)."""
+    database = empty_database.database
+    owner = f"native_owner_{secrets.token_hex(3)}"
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION idfields_native")
+        try:
+            install_as_plain_owner(admin, database, owner, reads_stats=False)
+            assert "idfields_native.next_snowflake()" in plan_of(
+                admin, "SELECT idfields.next_snowflake()"
+            )
+            ids = [int(admin.execute("SELECT idfields.next_snowflake()").fetchone()[0])
+                   for _ in range(3)]  # fmt: skip
+            assert ids == sorted(set(ids))
+        finally:
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            admin.execute("DISCARD ALL")
+            admin.execute(pgsql.SQL("GRANT TEMPORARY ON DATABASE {} TO PUBLIC").format(
+                pgsql.Identifier(database)))  # fmt: skip
+            admin.execute("DROP SCHEMA IF EXISTS idfields CASCADE")
+            drop_role(admin, owner)
 
 
 @pytest.mark.usefixtures("native_kwargs")
