@@ -6,6 +6,7 @@ carry ``BOTH_PATHS`` in their own modules."""
 from __future__ import annotations
 
 import secrets
+import subprocess
 from typing import Any
 
 import psycopg
@@ -317,6 +318,43 @@ def test_an_owner_that_is_no_superuser_installs_over_the_extension(empty_databas
                 pgsql.Identifier(database)))  # fmt: skip
             admin.execute("DROP SCHEMA IF EXISTS idfields CASCADE")
             drop_role(admin, owner)
+
+
+@NATIVE
+def test_pg_dump_of_a_wired_database_restores_wired(
+    connect: Connect, db_kwargs: dict[str, object]
+) -> None:
+    """pg_dump orders the extension before the functions bound to it: the restore issues
+    through the C functions."""
+    admin = connect()
+    name = f"native_restore_{secrets.token_hex(4)}"
+    admin.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+    args = [
+        "-h",
+        str(db_kwargs["host"]),
+        "-p",
+        str(db_kwargs["port"]),
+        "-U",
+        str(db_kwargs["user"]),
+    ]
+    try:
+        dump = subprocess.run(
+            ["pg_dump", "-Fc", *args, str(db_kwargs["dbname"])], check=True, capture_output=True
+        ).stdout
+        subprocess.run(
+            ["pg_restore", *args, "-d", name], input=dump, check=True, capture_output=True
+        )
+        restored = connect(dbname=name)
+        assert "idfields_native.next_snowflake()" in plan_of(
+            restored, "SELECT idfields.next_snowflake()"
+        )
+        rows = restored.execute("SELECT idfields.next_snowflake() FROM generate_series(1, 1000)")
+        ids = [int(row[0]) for row in rows.fetchall()]
+        assert ids == sorted(set(ids))
+        restored.close()
+    finally:
+        admin.execute(pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(
+            pgsql.Identifier(name)))  # fmt: skip
 
 
 @pytest.mark.usefixtures("native_kwargs")
