@@ -66,12 +66,27 @@ static const Layout traceid = {
 	"idfields.traceid_limit", "issue_traceid", "issue_traceid_at", 0, 1000, true
 };
 
-/* The PL/pgSQL issuer, looked up once per calling expression. */
-typedef struct Issuer
+/*
+ * What one calling expression (one statement's execution) keeps between its calls: the switch
+ * it verified names the session's own sequence, so a bulk INSERT looks the sequence up once,
+ * not once a row (a switch that changes is verified again), and the PL/pgSQL issuer.
+ */
+typedef struct Cache
 {
+	char		verified_switch[16];
+	Oid			sequence;
 	Oid			function;
 	FmgrInfo	flinfo;
-} Issuer;
+} Cache;
+
+static Cache *
+cache_of(FunctionCallInfo fcinfo)
+{
+	if (fcinfo->flinfo->fn_extra == NULL)
+		fcinfo->flinfo->fn_extra = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt,
+														  sizeof(Cache));
+	return (Cache *) fcinfo->flinfo->fn_extra;
+}
 
 /* a + b, or a - b when subtract, raising as PostgreSQL's int8 operators do on overflow. */
 static int64
@@ -279,13 +294,13 @@ traceid_resumes(Oid sequence, Oid lease, int64 tick, int64 *id)
 static Datum
 issue(FunctionCallInfo fcinfo, const Layout *layout, bool hook, Oid lease)
 {
-	Issuer	   *issuer = (Issuer *) fcinfo->flinfo->fn_extra;
+	Cache	   *cache = cache_of(fcinfo);
 	LOCAL_FCINFO(call, 2);
 	AclResult	allowed;
 	Datum		result;
 	int			count = hook ? 2 : 1;
 
-	if (issuer == NULL)
+	if (!OidIsValid(cache->function))
 	{
 		/*
 		 * By the catalog, as the inlined SQL's bound call finds it: no search_path, and no
@@ -307,16 +322,14 @@ issue(FunctionCallInfo fcinfo, const Layout *layout, bool hook, Oid lease)
 							hook ? "bigint, " : ""),
 					 errhint("Install the idfields database functions (the idfields migration): "
 							 "this extension hands everything but the common case to them.")));
-		issuer = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(Issuer));
-		fmgr_info_cxt(function, &issuer->flinfo, fcinfo->flinfo->fn_mcxt);
-		issuer->function = function;
-		fcinfo->flinfo->fn_extra = issuer;
+		fmgr_info_cxt(function, &cache->flinfo, fcinfo->flinfo->fn_mcxt);
+		cache->function = function;
 	}
 	/* What the SQL wrapper's call would check: the caller's EXECUTE on the issuer. */
-	allowed = pg_proc_aclcheck(issuer->function, GetUserId(), ACL_EXECUTE);
+	allowed = pg_proc_aclcheck(cache->function, GetUserId(), ACL_EXECUTE);
 	if (allowed != ACLCHECK_OK)
-		aclcheck_error(allowed, OBJECT_FUNCTION, get_func_name(issuer->function));
-	InitFunctionCallInfoData(*call, &issuer->flinfo, count, InvalidOid, NULL, NULL);
+		aclcheck_error(allowed, OBJECT_FUNCTION, get_func_name(cache->function));
+	InitFunctionCallInfoData(*call, &cache->flinfo, count, InvalidOid, NULL, NULL);
 	if (hook)
 		call->args[0] = fcinfo->args[0];
 	call->args[count - 1].value = ObjectIdGetDatum(lease);
@@ -329,9 +342,11 @@ issue(FunctionCallInfo fcinfo, const Layout *layout, bool hook, Oid lease)
 static Datum
 next_id(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 {
-	Oid			sequence = own_sequence(layout);
+	Cache	   *cache = cache_of(fcinfo);
 	const char *switch_value = GetConfigOption(layout->switch_name, true, false);
-	bool		switched = false;
+	bool		switched = switch_value != NULL && OidIsValid(cache->sequence)
+		&& strcmp(switch_value, cache->verified_switch) == 0;
+	Oid			sequence = switched ? cache->sequence : own_sequence(layout);
 	int64		tick;
 	int64		id;
 	Oid			lease;
@@ -339,9 +354,15 @@ next_id(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 	if (hook && PG_ARGISNULL(0))
 		return issue(fcinfo, layout, hook, visible_lease());
 	tick = hook ? PG_GETARG_INT64(0) : clock_tick(layout);
-	if (OidIsValid(sequence) && switch_value != NULL && is_oid_text(switch_value, sequence))
+	if (!switched && OidIsValid(sequence) && switch_value != NULL
+		&& is_oid_text(switch_value, sequence))
 	{
 		switched = true;
+		cache->sequence = sequence;
+		strlcpy(cache->verified_switch, switch_value, sizeof(cache->verified_switch));
+	}
+	if (switched)
+	{
 		id = checked(DatumGetInt64(DirectFunctionCall1(currval_oid,
 													   ObjectIdGetDatum(sequence))), 1, false);
 		if (layout->wraps ? traceid_hot(id, tick) : snowflake_hot(id, tick))
