@@ -12,8 +12,9 @@
  * writes that same state, so the PL/pgSQL functions of the session always see the true last ID;
  * anything else goes to the PL/pgSQL idfields.issue_<layout>(visible_lease), which runs as its
  * owner and raises the refusals (standby, read-only transaction). The checks here are those
- * functions' own, in their order, and stricter where a setting is malformed: this path then
- * leaves the decision to PL/pgSQL.
+ * functions' own, and stricter where a setting is malformed or the switch names another
+ * relation: this path then leaves the decision to PL/pgSQL. tests/pg/test_native.py holds it
+ * to PL/pgSQL's IDs from the same state, call by call.
  *
  * It runs as the caller and acts only on the session's own temporary sequence: a switch or claim
  * naming another relation is never acted on (D4 of docs/explanation/lease-protocol-database.md).
