@@ -5,10 +5,10 @@
  * renewals, durable fences, clock checks, refusals); this file holds none of them. One call does
  * what the inlined SQL hot path does (currval() + 1 of the session's temporary sequence
  * pg_temp.idfields_<layout>, issued with setval() while it lies in the validated tick) and what
- * the transaction's first-ID check does (next_snowflake_tick() for snowflake, time_next() for
- * traceid: the claim 'idfields.<layout>_lease' is on this very sequence, the transaction may
- * write, the caller finds the claim's lease table, the last ID is on the claim's node inside the
- * limit 'idfields.<layout>_limit'; then it sets the switch 'idfields.<layout>'). It reads and
+ * issue_<layout>()'s check of a transaction's first ID and of a new tick does (the claim
+ * 'idfields.<layout>_lease' is on this very sequence, the transaction may write, the caller
+ * finds the claim's lease table, the last ID is on the claim's node inside the limit
+ * 'idfields.<layout>_limit'; then it sets the switch 'idfields.<layout>'). It reads and
  * writes that same state, so the PL/pgSQL functions of the session always see the true last ID;
  * anything else goes to the PL/pgSQL idfields.issue_<layout>(visible_lease), which runs as its
  * owner and raises the refusals (standby, read-only transaction). The checks here are those
@@ -42,7 +42,10 @@
 
 PG_MODULE_MAGIC;
 
-/* A built-in layout: its names and clock; its tests are snowflake_* and traceid_* below. */
+/*
+ * A built-in layout: its names and clock; its tests are snowflake_hot(), traceid_hot() and
+ * resumes() below.
+ */
 typedef struct Layout
 {
 	char	   *sequence;		/* pg_temp.<sequence> */
@@ -236,11 +239,14 @@ traceid_hot(int64 candidate, int64 tick)
 }
 
 /*
- * next_snowflake_tick()'s going on with the claim: the next ID in this tick or a later one, on
- * the claim's node, at most 1,000 ticks ahead and inside the limit; the switch is set with it.
+ * issue_<layout>()'s going on with the session's claim, for a transaction's first ID or a new
+ * tick: the claim is on this very sequence, and the switch is set or the transaction may write
+ * and the caller finds the claim's lease table; the last ID and the next are on the claim's
+ * node, inside the limit (snowflake: the next in this tick or a later one, at most 1,000 ticks
+ * ahead; traceid: the one after the last, in this tick). The switch is set with the ID.
  */
 static bool
-snowflake_resumes(Oid sequence, bool switched, Oid lease, int64 tick, int64 *id)
+resumes(const Layout *layout, Oid sequence, bool switched, Oid lease, int64 tick, int64 *id)
 {
 	char	   *claim[6];
 	int64		last;
@@ -249,45 +255,31 @@ snowflake_resumes(Oid sequence, bool switched, Oid lease, int64 tick, int64 *id)
 	int64		base;
 	int64		next;
 
-	if (!claim_fields(&snowflake, claim) || !is_oid_text(claim[3], sequence))
+	if (!claim_fields(layout, claim) || !is_oid_text(claim[3], sequence))
 		return false;
 	if (!switched && (XactReadOnly || (OidIsValid(lease) && !is_oid_text(claim[5], lease))))
 		return false;
 	if (!last_value(sequence, &last) || !parse_int64(claim[0], &node)
-		|| !parse_int64(GetConfigOption(snowflake.limit_name, true, false), &limit))
+		|| !parse_int64(GetConfigOption(layout->limit_name, true, false), &limit))
 		return false;
-	base = shl64(node, 12);
-	next = Max(checked(last, 1, false), shl64(tick, 22) | base);
-	if ((((last ^ base) | (next ^ base)) & INT64CONST(-9223372036850585600)) != 0
-		|| (next >> 22) > checked(tick, 1000, false) || (next >> 22) > limit)
-		return false;
-	set_switch(&snowflake, claim[3]);
+	if (layout->wraps)
+	{
+		base = shl64(node, 22) | 1;
+		next = checked(last, 1, false);
+		if (((last ^ base) & INT64CONST(-9223371761981063168)) != 0 || tick > limit
+			|| !traceid_hot(next, tick))
+			return false;
+	}
+	else
+	{
+		base = shl64(node, 12);
+		next = Max(checked(last, 1, false), shl64(tick, 22) | base);
+		if ((((last ^ base) | (next ^ base)) & INT64CONST(-9223372036850585600)) != 0
+			|| (next >> 22) > checked(tick, 1000, false) || (next >> 22) > limit)
+			return false;
+	}
+	set_switch(layout, claim[3]);
 	*id = next;
-	return true;
-}
-
-/*
- * time_next()'s first ID of a transaction for traceid: the last ID on the claim's node, the
- * tick inside the limit, and the hot path's test passed by the ID after it.
- */
-static bool
-traceid_resumes(Oid sequence, Oid lease, int64 tick, int64 *id)
-{
-	char	   *claim[6];
-	int64		last;
-	int64		node;
-	int64		limit;
-
-	if (!claim_fields(&traceid, claim) || !is_oid_text(claim[3], sequence) || XactReadOnly
-		|| (OidIsValid(lease) && !is_oid_text(claim[5], lease))
-		|| !parse_int64(GetConfigOption(traceid.limit_name, true, false), &limit)
-		|| !last_value(sequence, &last) || !parse_int64(claim[0], &node))
-		return false;
-	if ((last & INT64CONST(0x3FFFC00000)) != shl64(node, 22) || tick > limit
-		|| !traceid_hot(checked(last, 1, false), tick))
-		return false;
-	set_switch(&traceid, claim[3]);
-	*id = last + 1;
 	return true;
 }
 
@@ -370,10 +362,7 @@ next_id(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 			PG_RETURN_INT64(issue_on(sequence, id));
 	}
 	lease = visible_lease();
-	if (OidIsValid(sequence)
-		&& (layout->wraps
-			? !switched && traceid_resumes(sequence, lease, tick, &id)
-			: snowflake_resumes(sequence, switched, lease, tick, &id)))
+	if (OidIsValid(sequence) && resumes(layout, sequence, switched, lease, tick, &id))
 		PG_RETURN_INT64(issue_on(sequence, id));
 	return issue(fcinfo, layout, hook, lease);
 }

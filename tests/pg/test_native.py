@@ -358,12 +358,15 @@ def test_pg_dump_of_a_wired_database_restores_wired(
 
 
 @pytest.mark.usefixtures("native_kwargs")
-def test_wire_before_the_functions_names_the_fix(empty_database: DbUrl) -> None:
+@pytest.mark.parametrize("call", ["idfields_native.wire()", "idfields_native.next_snowflake()"])
+def test_the_extension_without_the_functions_names_the_fix(
+    empty_database: DbUrl, call: str
+) -> None:
     with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION idfields_native")
         with pytest.raises(psycopg.errors.UndefinedFunction, match="issue_snowflake") as caught:
-            conn.execute("SELECT idfields_native.wire()")
-        assert "Install the idfields database functions first" in caught.value.diag.message_hint
+            conn.execute(f"SELECT {call}".encode())
+        assert "Install the idfields database functions" in caught.value.diag.message_hint
 
 
 @BOTH_PATHS
@@ -414,21 +417,12 @@ def test_savepoints_rolled_back_around_ids_never_repeat_them(connect: Connect, l
     assert ids == sorted(set(ids)) and len({NODE[layout](i) for i in ids}) == 1
 
 
-@pytest.mark.usefixtures("native_kwargs")
-def test_the_c_path_without_the_functions_names_the_fix(empty_database: DbUrl) -> None:
-    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION idfields_native")
-        with pytest.raises(psycopg.errors.UndefinedFunction, match="issue_snowflake") as caught:
-            conn.execute("SELECT idfields_native.next_snowflake()")
-        assert "Install the idfields database functions" in caught.value.diag.message_hint
-
-
 @NATIVE
 def test_a_role_with_only_usage_on_idfields_runs_the_c_path(
     connect: Connect, db_kwargs: dict[str, object]
 ) -> None:
-    """A role granted only what the privileges page says (no USAGE on idfields_native) inserts
-    through the wired default: EXECUTE is PUBLIC's, and the schema is never looked up by name."""
+    """A role granted only what the privileges page says calls the wired function: it needs
+    no grant on the extension."""
     admin = connect()
     role = f"native_app_{secrets.token_hex(3)}"
     admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
