@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -471,3 +472,77 @@ def test_a_standby_refuses_the_c_path_with_the_idfields_error(primary_and_standb
 
 def plan_of(conn: psycopg.Connection[Any], statement: str) -> str:
     return str(conn.execute(f"EXPLAIN VERBOSE {statement}".encode()).fetchall())
+
+
+@pytest.fixture
+def planter(empty_database: DbUrl) -> Iterator[tuple[dict[str, Any], str]]:
+    """A role that may create schemas in a new database (``CREATE ON DATABASE``, which database
+    owners and migrating roles have) and nothing else; dropped afterwards."""
+    kwargs = empty_database.psycopg_kwargs()
+    role = f"native_planter_{secrets.token_hex(3)}"
+    with psycopg.connect(**kwargs, autocommit=True) as admin:
+        admin.execute(pgsql.SQL("CREATE ROLE {} LOGIN").format(pgsql.Identifier(role)))
+        admin.execute(
+            pgsql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(
+                pgsql.Identifier(empty_database.database), pgsql.Identifier(role)
+            )
+        )
+    try:
+        yield kwargs, role
+    finally:
+        with psycopg.connect(**kwargs, autocommit=True) as admin:
+            admin.execute("DROP SCHEMA IF EXISTS idfields_native CASCADE")  # a throwaway database
+            drop_role(admin, role)
+
+
+def plant_wire(kwargs: dict[str, Any], role: str) -> None:
+    """Schema idfields_native with the planter's own wire(boolean): run by a superuser, it
+    makes the planter superuser and every ID 42."""
+    with psycopg.connect(**{**kwargs, "user": role}, autocommit=True) as planter:
+        planter.execute("CREATE SCHEMA IF NOT EXISTS idfields_native")
+        planter.execute(
+            pgsql.SQL(
+                "CREATE FUNCTION idfields_native.wire(native boolean DEFAULT true) RETURNS void "
+                "LANGUAGE plpgsql AS $body$ BEGIN EXECUTE 'ALTER ROLE {} SUPERUSER'; "
+                "EXECUTE 'CREATE OR REPLACE FUNCTION idfields.next_snowflake() RETURNS bigint "
+                "LANGUAGE sql BEGIN ATOMIC SELECT 42::bigint; END'; END $body$"
+            ).format(pgsql.Identifier(role))
+        )
+
+
+def is_superuser(admin: psycopg.Connection[Any], role: str) -> bool:
+    row = admin.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", [role]).fetchone()
+    assert row is not None
+    return bool(row[0])
+
+
+def test_an_install_never_runs_a_wire_a_lesser_role_planted(
+    planter: tuple[dict[str, Any], str],
+) -> None:
+    """No extension, a planted idfields_native.wire(boolean): the superuser's install of the
+    functions leaves it alone (it had run it: the planter became superuser, every ID 42)."""
+    kwargs, role = planter
+    plant_wire(kwargs, role)
+    with psycopg.connect(**kwargs, autocommit=True) as admin:
+        admin.execute(sql.load(sql.VERSION).encode())
+        assert not is_superuser(admin, role)
+        ids = admin.execute("SELECT idfields.next_snowflake() FROM generate_series(1, 3)")
+        assert len({value for (value,) in ids.fetchall()}) == 3
+
+
+@pytest.mark.usefixtures("native_kwargs")
+def test_an_extension_in_a_schema_a_lesser_role_owns_is_refused(
+    planter: tuple[dict[str, Any], str],
+) -> None:
+    """CREATE EXTENSION into a schema the planter made first: that role could drop the C
+    functions (and with them the wired defaults) or plant beside them, so the install refuses to
+    wire it in, naming the schema's owner and the fix."""
+    kwargs, role = planter
+    with psycopg.connect(**{**kwargs, "user": role}, autocommit=True) as planted:
+        planted.execute("CREATE SCHEMA idfields_native")
+    with psycopg.connect(**kwargs, autocommit=True) as admin:
+        admin.execute("CREATE EXTENSION idfields_native")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match=role) as refused:
+            admin.execute(sql.load(sql.VERSION).encode())
+        assert "DROP EXTENSION idfields_native" in str(refused.value.diag.message_hint)
+        assert not is_superuser(admin, role)

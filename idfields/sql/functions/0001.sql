@@ -1127,11 +1127,39 @@ GRANT SELECT ON idfields.node_holders TO PUBLIC;
 -- NATIVE. Where the optional C extension idfields_native (pgext/) is installed, next_snowflake()
 -- and next_traceid() become inlined calls of its C functions, which do the hot path and a
 -- transaction's first-ID check on the same sequence and settings and hand everything else to
--- issue_<layout>() above (docs/how-to/native-extension.md).
+-- issue_<layout>() above (docs/how-to/native-extension.md). Only the extension's own wire(),
+-- in a schema the extension's owner owns, is run: a schema or function of that name a role with
+-- CREATE on the database planted is never run by the installing role, and wired defaults never
+-- hang on a schema such a role could drop.
 DO $native$
+DECLARE
+    native record;
 BEGIN
-    IF pg_catalog.to_regprocedure('idfields_native.wire(boolean)') IS NOT NULL THEN
-        EXECUTE 'SELECT idfields_native.wire()';
+    SELECT e.oid, e.extowner::regrole AS owner, n.nspname, n.nspowner::regrole AS nspowner
+    INTO native
+    FROM pg_catalog.pg_extension AS e
+    JOIN pg_catalog.pg_namespace AS n ON n.oid = e.extnamespace
+    WHERE e.extname = 'idfields_native';
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    IF native.nspowner <> native.owner THEN
+        RAISE EXCEPTION 'idfields: the extension idfields_native is in schema %, which role % '
+            'owns, not the extension''s owner %', native.nspname, native.nspowner, native.owner
+            USING ERRCODE = '42501',
+            HINT = 'That role could drop the C functions, and the column defaults wired to them, '
+                   'or plant functions beside them. DROP EXTENSION idfields_native; DROP SCHEMA '
+                   || pg_catalog.quote_ident(native.nspname) || ' (once checked); then CREATE '
+                   'EXTENSION idfields_native, which makes the schema itself, and run this '
+                   'install again.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_depend AS d
+        WHERE d.classid = 'pg_catalog.pg_proc'::regclass AND d.refobjid = native.oid
+            AND d.refclassid = 'pg_catalog.pg_extension'::regclass AND d.deptype = 'e'
+            AND d.objid = pg_catalog.to_regprocedure(
+                pg_catalog.quote_ident(native.nspname) || '.wire(boolean)'))
+    THEN
+        EXECUTE pg_catalog.format('SELECT %I.wire()', native.nspname);
     END IF;
 END
 $native$;
