@@ -1,6 +1,7 @@
 """The database side of the lease protocol, checked as a model: hypothesis drives real
 PostgreSQL backends that issue IDs of a one-node layout in transactions, commit or roll back,
-are reset the way poolers reset them (DISCARD ALL, DISCARD TEMP, RESET ALL), switch roles, are
+are reset the way poolers reset them (DISCARD ALL, DISCARD TEMP, RESET ALL) or drop their
+position inside a transaction (DISCARD TEMP, then a rollback gives it back), switch roles, are
 terminated, and share the node with app processes that claim, issue and release it; the clock
 moves in steps (the test hook's tick). After every step no ID was handed out twice, counting the
 IDs a rolled-back transaction handed out: the client read them and may keep them (invariants
@@ -103,6 +104,15 @@ class DatabaseLeases(RuleBasedStateMachine):
     def pooler_resets(self, index: int, reset: str) -> None:
         if not self.in_transaction[index]:
             self.backends[index].execute(reset)
+
+    @rule(index=st.integers(0, BACKENDS - 1))
+    def discards_temp_in_a_transaction(self, index: int) -> None:
+        """DISCARD TEMP inside the backend's transaction (begun if need be): the position's
+        sequence is gone until a rollback of the transaction gives it back."""
+        if not self.in_transaction[index]:
+            self.backends[index].execute("BEGIN")
+            self.in_transaction[index] = True
+        self.backends[index].execute("DISCARD TEMP")
 
     @rule(index=st.integers(0, BACKENDS - 1))
     def switches_role(self, index: int) -> None:

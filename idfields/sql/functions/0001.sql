@@ -488,6 +488,21 @@ BEGIN
             HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
                    'timestamp.';
     END IF;
+    -- D7: going on past the limit (a renewal) or, for a wrapping layout, to a new tick starts
+    -- at the node's durable fence at the earliest, as a claim does: the position may be one a
+    -- rollback gave back (a sequence dropped and restored), behind IDs a rolled-back
+    -- transaction of this backend issued on the node. A fence further ahead than the window
+    -- leaves the node to its row's expiry: claim another.
+    IF claimed IS NOT NULL AND (wraps AND tick <> pos_tick
+        OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000)
+    THEN
+        durable := (idfields.node_fence_ms(key, claimed) * 1000 - epoch_us) / unit_us;
+        IF durable > now_tick + max_ahead THEN
+            claimed := NULL;
+        ELSE
+            tick := GREATEST(tick, durable);
+        END IF;
+    END IF;
     -- The promise covers the tick after this one by the margin (the limit); a backend far
     -- ahead of its clock renews every tick rather than push its promise, and the fence of its
     -- re-take after a reset, further ahead.
@@ -539,17 +554,27 @@ BEGIN
                 PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
             END LOOP;
             -- The position's node, while this backend holds its lock: its row is ours, lapsed
-            -- or gone, and the position (intact) continues it.
+            -- or gone, and the position (intact) continues it, at the node's durable fence at
+            -- the earliest (D7: a rollback may have given the position back behind IDs it
+            -- issued there); a node fenced past the window is left to its row's expiry.
             IF pos_node BETWEEN first_node AND last_node AND EXISTS (
                 SELECT FROM pg_catalog.pg_locks AS l
                 WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
                   AND l.classid = key::oid AND l.objid::integer = pos_node AND l.objsubid = 2)
             THEN
+                durable := (idfields.node_fence_ms(key, pos_node) * 1000 - epoch_us) / unit_us;
+                IF durable <= now_tick + max_ahead THEN
+                    tick := GREATEST(tick, durable);
+                    promise := GREATEST(now_ms + lease_ms,
+                        (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
+                END IF;
                 SELECT l.expires_at_ms, l.holder INTO cand
                 FROM @lease_schema@.idfields_node_lease AS l
                 WHERE l.layout = lease_key AND l.node = pos_node
                 FOR UPDATE SKIP LOCKED;
-                IF NOT FOUND THEN
+                IF durable > now_tick + max_ahead THEN
+                    NULL;  -- fenced past the window: left to its row's expiry
+                ELSIF NOT FOUND THEN
                     INSERT INTO @lease_schema@.idfields_node_lease
                         (id, layout, node, holder, acquired_at_ms, expires_at_ms)
                     VALUES (-(key::bigint * 4294967296 + pos_node) - 1, lease_key, pos_node, me,
