@@ -107,12 +107,12 @@ class DatabaseLeases(RuleBasedStateMachine):
 
     @rule(index=st.integers(0, BACKENDS - 1))
     def discards_temp_in_a_transaction(self, index: int) -> None:
-        """DISCARD TEMP inside the backend's transaction (begun if need be): the position's
-        sequence is gone until a rollback of the transaction gives it back."""
+        """A transaction that begins with DISCARD TEMP: the position's sequence is gone until a
+        rollback of the transaction gives it back."""
         if not self.in_transaction[index]:
             self.backends[index].execute("BEGIN")
+            self.backends[index].execute("DISCARD TEMP")
             self.in_transaction[index] = True
-        self.backends[index].execute("DISCARD TEMP")
 
     @rule(index=st.integers(0, BACKENDS - 1))
     def switches_role(self, index: int) -> None:
