@@ -24,8 +24,13 @@
 -- raises the node's durable fence (a permanent sequence, idfields.fence_<n>: setval() outlives
 -- ROLLBACK, DISCARD and exit) over every tick the backend may issue before it comes back: to
 -- the end of the limit (a growing layout) or of the tick (a wrapping one). Every claim, of a
--- backend or an app process, starts at that fence at the earliest
--- (docs/explanation/lease-protocol-database.md, D7).
+-- backend or an app process, starts at that fence at the earliest, and so does every path that
+-- goes on from the backend's position past the limit it had: the renewal of a held claim, the
+-- continuation of the position on the node whose advisory lock it holds, and a wrapping
+-- layout's move to a new tick (a rollback may give back a position that is not the backend's
+-- latest: DISCARD TEMP inside the transaction drops the sequence, the rollback restores it).
+-- A node whose fence lies further ahead of the clock than max_ahead is left, and another
+-- claimed (docs/explanation/lease-protocol-database.md, D7).
 --
 -- NODE RANGE. idfields.node_range() records the nodes this database issues on (the install's
 -- nodes=, default every node): every claim, of a backend here or of an app process leasing
@@ -44,7 +49,10 @@
 -- recreated or new sequence (DISCARD TEMP, DROP, a pooler's reset) drops the claim; the backend
 -- then takes back its own live lease row (holder names its pid) behind the limit that row's
 -- promise gave and the node's durable fence, so a pooler's resets keep one node per backend
--- (docs/explanation/lease-protocol-database.md). The claim and its renewal limit
+-- (docs/explanation/lease-protocol-database.md). A rollback may give back a sequence that
+-- DISCARD TEMP dropped inside its transaction, with the claim made before: the backend goes on
+-- from it inside that claim's limit, and past it only from the node's durable fence (D7).
+-- The claim and its renewal limit
 -- ('idfields.<layout>_limit') are session settings set together on every slow-path call, so a
 -- rollback (of the transaction or to a savepoint) reverts both with the lease row they describe.
 -- The switch 'idfields.<layout>' (transaction-local) holds the sequence's OID once a
