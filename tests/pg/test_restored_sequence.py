@@ -13,8 +13,8 @@ re-take raised over its ticks, so the re-take's IDs never come again. The decima
 a new block of ``idfields.decimal_issued`` for the re-take (D8), which the rollback leaves
 taken.
 
-Each case runs on the PL/pgSQL functions (``PATHS``); another issuing path of the same
-functions joins by adding its connection fixture there.
+Each case runs on both hot paths (PL/pgSQL and the C extension), under the application role
+with the documented grants.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import pytest
 from psycopg import sql as pgsql
 
 from idfields.layouts import Layout
-from tests.pg.conftest import Connect, install_layouts
+from tests.pg.conftest import BOTH_PATHS, Connect, install_layouts
 from tests.pg.test_rollback_fence import clock_tick, ids_at
 
 Ids = list[int]
@@ -35,22 +35,9 @@ Ids = list[int]
 #: does not wrap during a test).
 SHIFT = {"snowflake": 22, "traceid": 38}
 
-#: The issuing paths: each a fixture giving the keyword arguments of psycopg.connect() for a
-#: database whose next_<layout>() runs that path, under the application role with the
-#: documented grants.
-PATHS = pytest.mark.parametrize("path", ["plpgsql_app_role"])
 
-
-@pytest.fixture
-def plpgsql_app_role(pg_kwargs: dict[str, object], app_role: str) -> dict[str, object]:
-    """The PL/pgSQL functions, called by the application role with the documented grants."""
-    install_layouts(pg_kwargs)  # launch 1, for the decimal layout
-    return {**pg_kwargs, "user": app_role}
-
-
-def session(request: pytest.FixtureRequest, connect: Connect, path: str) -> Any:
-    kwargs: dict[str, object] = request.getfixturevalue(path)
-    return connect(**kwargs)
+def session(connect: Connect, app_role: str) -> psycopg.Connection[Any]:
+    return connect(user=app_role)
 
 
 def take(conn: psycopg.Connection[Any], layout: str, count: int) -> Ids:
@@ -104,37 +91,38 @@ CASES = pytest.mark.parametrize(
 )
 
 
-@PATHS
+@BOTH_PATHS
 @CASES
 def test_a_snowflake_sequence_restored_by_a_rollback_repeats_no_id(
-    request: pytest.FixtureRequest, connect: Connect, path: str, savepoint: bool, reset: str
+    connect: Connect, app_role: str, savepoint: bool, reset: str
 ) -> None:
     """20,000 IDs over about 5 ticks in the rolled-back part (measured without the fence on
     the renewal and the continuation: 1,858 to 3,282 issued again)."""
-    conn = session(request, connect, path)
+    conn = session(connect, app_role)
     assert repeated_after_restored_sequence(conn, "snowflake", savepoint, reset) == 0
 
 
-@PATHS
+@BOTH_PATHS
 def test_a_traceid_sequence_restored_by_a_rollback_repeats_no_id(
-    request: pytest.FixtureRequest, connect: Connect, path: str
+    connect: Connect, app_role: str
 ) -> None:
     """traceid (1 s ticks, max_ahead 1): the re-take lands on the backend's own node when its
     limit is at most one tick ahead, which depends on where in the second it runs; three
     rounds (measured without the fence: 20,000 of 20,000 repeated in 2 of 3 rounds)."""
-    conn = session(request, connect, path)
+    conn = session(connect, app_role)
     repeated = [repeated_after_restored_sequence(conn, "traceid", False, "") for _ in "abc"]
     assert repeated == [0, 0, 0]
 
 
-@PATHS
+@BOTH_PATHS
 @pytest.mark.parametrize("savepoint", [False, True], ids=["rollback", "savepoint"])
 def test_a_decimal_sequence_restored_by_a_rollback_repeats_no_id(
-    request: pytest.FixtureRequest, connect: Connect, path: str, savepoint: bool
+    connect: Connect, db_kwargs: dict[str, object], app_role: str, savepoint: bool
 ) -> None:
     """The rolled-back part takes a block of its own (D8), which the rollback leaves taken: the
     restored sequence goes on in its own block, then takes the next one."""
-    conn = session(request, connect, path)
+    install_layouts(db_kwargs)  # launch 1
+    conn = session(connect, app_role)
     take(conn, "decimal", 1)
     conn.execute("BEGIN")
     if savepoint:
