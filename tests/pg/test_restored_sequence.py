@@ -25,9 +25,7 @@ import psycopg
 import pytest
 from psycopg import sql as pgsql
 
-from idfields.layouts import Layout
 from tests.pg.conftest import BOTH_PATHS, Connect, install_layouts
-from tests.pg.test_rollback_fence import clock_tick, ids_at
 
 Ids = list[int]
 
@@ -134,25 +132,3 @@ def test_a_decimal_sequence_restored_by_a_rollback_repeats_no_id(
     if savepoint:
         conn.execute("COMMIT")
     assert set(rolled_back).isdisjoint(again)
-
-
-def test_a_clock_stepped_back_over_a_rolled_back_claim_repeats_no_id(
-    connect: Connect, one_node: Layout
-) -> None:
-    """A backend lets go of its advisory locks and idles past its lease; another backend claims
-    the lapsed node, issues and rolls back, so the row is the first backend's again. The clock
-    then steps back 1.5 s (the test hook's tick): the row's promise lies ahead of it, so the
-    first backend renews the row as its own; the renewal starts at the fence the other
-    backend's IDs raised, and that lies further ahead than the window, so the backend leaves
-    the node and, the layout having one node, finds none (measured with a renewal that reads
-    no fence: it renewed, and 10 of the other backend's 10 IDs came again at t0 + 3 s)."""
-    old, other = connect(), connect()
-    t0 = clock_tick(old)
-    ids_at(old, one_node, t0)  # claims node 0, committed: promise about t0 + 2 s
-    old.execute("SELECT pg_advisory_unlock_all()")
-    other.execute("BEGIN")
-    theirs = ids_at(other, one_node, t0 + 3000)  # the old row lapsed: claimed, fenced
-    other.execute("ROLLBACK")
-    assert len(theirs) == 10
-    with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="no free"):
-        ids_at(old, one_node, t0 + 1500)  # the clock stepped back: the row looks live

@@ -183,6 +183,22 @@ def test_the_app_role_reads_the_durable_fences_and_never_writes_them(
         conn.execute("SELECT idfields.raise_node_fence(0, 1)")
 
 
+def lapsed_row_given_back(
+    connect: Connect, layout: Layout
+) -> tuple[psycopg.Connection[Any], set[int], int]:
+    """A backend (returned) claims node 0 at the clock's tick t0 (returned), lets go of its
+    advisory locks and idles past its lease; another backend claims the lapsed node at t0 + 3 s,
+    issues 10 IDs (returned) and rolls back, so the row is the first backend's again."""
+    old, other = connect(), connect()
+    t0 = clock_tick(old)
+    ids_at(old, layout, t0)  # claims node 0, committed: promise about t0 + 2 s
+    old.execute("SELECT pg_advisory_unlock_all()")
+    other.execute("BEGIN")
+    theirs = ids_at(other, layout, t0 + 3000)  # the old row lapsed: claimed, fenced
+    other.execute("ROLLBACK")
+    return old, theirs, t0
+
+
 def test_a_lapsed_row_given_back_by_a_rollback_is_claimed_not_renewed(
     connect: Connect, one_node: Layout
 ) -> None:
@@ -192,13 +208,7 @@ def test_a_lapsed_row_given_back_by_a_rollback_is_claimed_not_renewed(
     first backend's next call must not renew it as its own, but claim it, starting after the
     durable fence (a renewal: 10 of the other backend's 10 IDs repeated). The other backend
     still holds the node's advisory lock, so the claim may also be refused."""
-    old, other = connect(), connect()
-    t0 = clock_tick(old)
-    ids_at(old, one_node, t0)  # claims node 0, committed: promise about t0 + 2 s
-    old.execute("SELECT pg_advisory_unlock_all()")
-    other.execute("BEGIN")
-    theirs = ids_at(other, one_node, t0 + 3000)  # the old row lapsed: claimed, fenced
-    other.execute("ROLLBACK")
+    old, theirs, t0 = lapsed_row_given_back(connect, one_node)
     try:
         again = ids_at(old, one_node, t0 + 3000)
     except psycopg.errors.ConfigurationLimitExceeded as error:  # the node is locked
@@ -240,3 +250,17 @@ def test_an_app_claim_that_waited_for_a_rolled_back_renewal_starts_after_its_ids
     database.close()
     assert len(app_ids) == 10
     assert len(theirs & set(app_ids)) == 0
+
+
+def test_a_clock_stepped_back_over_a_rolled_back_claim_of_a_lapsed_row_repeats_no_id(
+    connect: Connect, one_node: Layout
+) -> None:
+    """As above, then the clock steps back 1.5 s (the test hook's tick): the row's promise lies
+    ahead of it, so the first backend renews the row as its own. The renewal starts at the fence
+    the other backend's IDs raised, which lies further ahead than the window: the backend leaves
+    the node and, the layout having one node, finds none (a renewal that read no fence issued
+    again, and 10 of the other backend's 10 IDs came again at t0 + 3 s)."""
+    old, theirs, t0 = lapsed_row_given_back(connect, one_node)
+    assert len(theirs) == 10
+    with pytest.raises(psycopg.errors.ConfigurationLimitExceeded, match="no free"):
+        ids_at(old, one_node, t0 + 1500)
