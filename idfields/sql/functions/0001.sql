@@ -26,7 +26,8 @@
 -- the end of the limit (a growing layout) or of the tick (a wrapping one). Every claim, of a
 -- backend or an app process, starts at that fence at the earliest, and so does every path that
 -- goes on from the backend's position past the limit it had: the renewal of a held claim, the
--- continuation of the position on the node whose advisory lock it holds, and a wrapping
+-- continuation of the position on the node whose advisory lock it holds (where the fence lies
+-- past its own row's limit), and a wrapping
 -- layout's move to a new tick (a rollback may give back a position that is not the backend's
 -- latest: DISCARD TEMP inside the transaction drops the sequence, the rollback restores it).
 -- A node whose fence lies further ahead of the clock than max_ahead is left, and another
@@ -373,6 +374,7 @@ DECLARE
     mine text := '^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$';
     mine_prefix text := 'pg:' || pg_catalog.pg_backend_pid() || ':';
     durable bigint;
+    found_row boolean;
     -- Nodes a claim skipped for a durable fence past the window (D5 names them).
     fenced integer := 0;
     -- The clock when called: now_ms moves with it where a statement must read the time it runs.
@@ -562,27 +564,32 @@ BEGIN
                 PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
             END LOOP;
             -- The position's node, while this backend holds its lock: its row is ours, lapsed
-            -- or gone, and the position (intact) continues it, at the node's durable fence at
-            -- the earliest (D7: a rollback may have given the position back behind IDs it
-            -- issued there); a node fenced past the window is left to its row's expiry.
+            -- or gone, and the position (intact) continues it. Where the node's durable fence
+            -- lies past the limit of this backend's own row, it starts at that fence at the
+            -- earliest (D7: a rollback may have given the position back behind IDs it issued
+            -- there), and leaves a node fenced past the window to its row's expiry.
             IF pos_node BETWEEN first_node AND last_node AND EXISTS (
                 SELECT FROM pg_catalog.pg_locks AS l
                 WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
                   AND l.classid = key::oid AND l.objid::integer = pos_node AND l.objsubid = 2)
             THEN
-                durable := (idfields.node_fence_ms(key, pos_node) * 1000 - epoch_us) / unit_us;
+                SELECT l.expires_at_ms, l.holder INTO cand
+                FROM @lease_schema@.idfields_node_lease AS l
+                WHERE l.layout = lease_key AND l.node = pos_node
+                FOR UPDATE SKIP LOCKED;
+                found_row := FOUND;
+                durable := idfields.node_fence_ms(key, pos_node);
+                durable := CASE WHEN found_row AND cand.holder ~ mine
+                        AND durable <= cand.expires_at_ms - margin THEN tick
+                    ELSE (durable * 1000 - epoch_us) / unit_us END;
                 IF durable <= now_tick + max_ahead THEN
                     tick := GREATEST(tick, durable);
                     promise := GREATEST(now_ms + lease_ms,
                         (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
                 END IF;
-                SELECT l.expires_at_ms, l.holder INTO cand
-                FROM @lease_schema@.idfields_node_lease AS l
-                WHERE l.layout = lease_key AND l.node = pos_node
-                FOR UPDATE SKIP LOCKED;
                 IF durable > now_tick + max_ahead THEN
                     NULL;  -- fenced past the window: left to its row's expiry
-                ELSIF NOT FOUND THEN
+                ELSIF NOT found_row THEN
                     INSERT INTO @lease_schema@.idfields_node_lease
                         (id, layout, node, holder, acquired_at_ms, expires_at_ms)
                     VALUES (-(key::bigint * 4294967296 + pos_node) - 1, lease_key, pos_node, me,
