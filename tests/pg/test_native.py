@@ -52,7 +52,9 @@ def hook_ids(
 
 class State:
     """A session's whole position in a layout: its sequence's last value, its claim and limit
-    settings, and its lease row; put back as it was between two runs of the same calls."""
+    settings, its lease row and its node's durable fence (a renewal or a new traceid tick
+    starts at the fence: a replay behind a fence the first run raised would start later);
+    put back as it was between two runs of the same calls."""
 
     def __init__(self, conn: psycopg.Connection[Any], layout: str) -> None:
         self.layout = layout
@@ -64,6 +66,11 @@ class State:
         self.row = conn.execute(
             "SELECT node, holder, acquired_at_ms, expires_at_ms FROM idfields_node_lease "
             "WHERE layout = %s AND node = %s",
+            [layout, int(self.claim.split(":")[0])],
+        ).fetchone()
+        self.fence = conn.execute(
+            "SELECT f, pg_sequence_last_value(f) FROM (SELECT ('idfields.fence_' || "
+            "idfields.fence_bucket(idfields.lease_lock_key(%s), %s))::regclass AS f) AS b",
             [layout, int(self.claim.split(":")[0])],
         ).fetchone()
 
@@ -81,6 +88,7 @@ class State:
             "WHERE layout = %s AND node = %s",
             [holder, acquired, expires, layout, node],
         )
+        conn.execute("SELECT setval(%s::regclass, %s)", [str(self.fence[0]), self.fence[1]])
         conn.commit()
 
 
