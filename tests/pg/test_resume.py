@@ -148,3 +148,23 @@ def test_another_lease_table_on_the_search_path_is_refused_after_ids(
     conn.execute(sql.SQL("SET search_path = {}, public").format(sql.Identifier(tenant_copy)))
     with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState, match=tenant_copy):
         one_id(conn, "next_snowflake")
+
+
+def test_a_transaction_made_read_only_after_its_first_id_goes_on_until_it_would_renew(
+    connect: Any,
+) -> None:
+    """SET TRANSACTION READ ONLY after the first ID: the lease that ID validated needs no write,
+    so IDs go on inside it; a tick past its limit, which would renew the lease row, is refused
+    with idfields' error."""
+    conn = connect(autocommit=False)
+    tick = conn.execute("SELECT idfields.clock_ms() - 1704067200000").fetchone()[0]
+    first = conn.execute("SELECT idfields.next_snowflake_at(%s)", [tick]).fetchone()[0]
+    conn.execute("SET TRANSACTION READ ONLY")
+    more = conn.execute(
+        "SELECT idfields.next_snowflake_at(%s) FROM generate_series(1, 100)", [tick]
+    ).fetchall()
+    assert [row[0] for row in more] == list(range(first + 1, first + 101))
+    limit = int(conn.execute("SELECT current_setting('idfields.snowflake_limit')").fetchone()[0])
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match=r"^idfields: cannot issue"):
+        conn.execute("SELECT idfields.next_snowflake_at(%s)", [limit + 1])
+    conn.rollback()

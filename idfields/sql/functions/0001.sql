@@ -110,6 +110,8 @@
 -- different tables).
 --
 -- REFUSALS. A standby and a read-only transaction raise idfields' own error (SQLSTATE 25006).
+-- A transaction made read-only after its first ID (SET TRANSACTION READ ONLY) goes on inside
+-- the lease that ID validated, which needs no write, and is refused where it would renew.
 -- PREPARE TRANSACTION is not supported after a database-side ID: the position lives in a
 -- temporary sequence, and PostgreSQL refuses to prepare a transaction that used one.
 --
