@@ -75,7 +75,9 @@
 -- CLOCK. clock_timestamp(), never now(): one statement may span many milliseconds. When the
 -- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
 -- to 1 s ahead of the clock, then waits for the clock (up to 1 s, like the app's generator);
--- further than that raises (SQLSTATE 22008) instead of repeating. next_<layout>_at(now_tick)
+-- further than that raises (SQLSTATE 22008) instead of repeating. A wrapping layout cannot
+-- tell a position that far ahead from one a period behind: its backend leaves the node to its
+-- fence and claims another (D7). next_<layout>_at(now_tick)
 -- is next_<layout>() with the tick given: a test hook, revoked from PUBLIC with
 -- issue_<layout>_at(), the one function PUBLIC cannot run that takes a tick from its caller.
 --
@@ -490,8 +492,9 @@ BEGIN
             (tick - now_tick) * unit_us / 1000, layout
             USING ERRCODE = '22008',
             HINT = 'The server clock stepped back further than idfields carries forward (1 s, '
-                   'then up to 1 s of waiting). Wait for it to catch up; IDs resume by '
-                   'themselves, none is repeated.';
+                   'then up to 1 s of waiting). Wait for it to catch up, or start a new '
+                   'session (or DISCARD ALL), which claims another node at once; none is '
+                   'repeated.';
     END IF;
     now_ms := (epoch_us + now_tick * unit_us) / 1000;
     IF NOT wraps AND tick >= period THEN
@@ -569,7 +572,9 @@ BEGIN
             -- or gone, and the position (intact) continues it. Where the node's durable fence
             -- lies past the limit of this backend's own row, it starts at that fence at the
             -- earliest (D7: a rollback may have given the position back behind IDs it issued
-            -- there), and leaves a node fenced past the window to its row's expiry.
+            -- there), and leaves a node fenced past the window to its row's expiry. A wrapping
+            -- layout always starts at the fence: its position's tick, unwrapped against a
+            -- clock stepped back past the window, reads as a period behind, not ahead.
             IF pos_node BETWEEN first_node AND last_node AND EXISTS (
                 SELECT FROM pg_catalog.pg_locks AS l
                 WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
@@ -581,7 +586,7 @@ BEGIN
                 FOR UPDATE SKIP LOCKED;
                 found_row := FOUND;
                 durable := idfields.node_fence_ms(key, pos_node);
-                durable := CASE WHEN found_row AND cand.holder ~ mine
+                durable := CASE WHEN NOT wraps AND found_row AND cand.holder ~ mine
                         AND durable <= cand.expires_at_ms - margin THEN tick
                     ELSE (durable * 1000 - epoch_us) / unit_us END;
                 IF durable <= now_tick + max_ahead THEN
