@@ -6,13 +6,12 @@ were read: no ID twice, at most 2 nodes.
 
 from __future__ import annotations
 
-import threading
-
 import psycopg
 import pytest
 from databases import DbUrl
 
 from tests.pg import pgbouncer
+from tests.pg.conftest import run_in_threads
 
 THREADS = 4
 
@@ -22,7 +21,6 @@ def pooled_ids(url: DbUrl, clients_per_thread: int, session: bool) -> list[int]:
     connection per thread (transaction mode); each takes 10 IDs on the C path and 5 by
     take_snowflake_ranges(), half of them in a transaction that rolls back."""
     issued: list[list[int]] = [[] for _ in range(THREADS)]
-    errors: list[BaseException] = []
 
     def work(conn: psycopg.Connection[tuple[int]], mine: list[int], rollback: bool) -> None:
         conn.execute("BEGIN")
@@ -37,24 +35,16 @@ def pooled_ids(url: DbUrl, clients_per_thread: int, session: bool) -> list[int]:
 
     def client(index: int) -> None:
         kwargs = {**url.psycopg_kwargs(), "autocommit": True, "prepare_threshold": None}
-        try:
-            if session:
-                for k in range(clients_per_thread):
-                    with psycopg.connect(**kwargs) as conn:
-                        work(conn, issued[index], k % 2 == 0)
-            else:
+        if session:
+            for k in range(clients_per_thread):
                 with psycopg.connect(**kwargs) as conn:
-                    for k in range(clients_per_thread):
-                        work(conn, issued[index], k % 2 == 0)
-        except BaseException as error:  # surfaced below
-            errors.append(error)
+                    work(conn, issued[index], k % 2 == 0)
+        else:
+            with psycopg.connect(**kwargs) as conn:
+                for k in range(clients_per_thread):
+                    work(conn, issued[index], k % 2 == 0)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not errors
+    run_in_threads(client, THREADS)
     return [i for ids in issued for i in ids]
 
 
