@@ -10,8 +10,14 @@ an integer (servers and tests send those), and never a float (its precision is a
         id: Id
         parent_id: Id | None = None
 
-:func:`public_id_type` is the same for public IDs (a :class:`~idfields.codecs.PublicIds`: the
-codec's string in JSON, the real ID in Python), and :func:`id_type` for any other text form.
+:class:`PublicIdText` does the same for public IDs (a :class:`~idfields.codecs.PublicIds`: the
+codec's string in JSON, the real ID in Python), and :class:`IdText` for any other text form. Each
+goes in ``Annotated``, so a type checker reads the field as the ``int`` it is::
+
+    PostId = Annotated[int, PublicIdText(codec)]
+
+    class PostOut(BaseModel):
+        id: PostId
 """
 
 from __future__ import annotations
@@ -27,18 +33,23 @@ from pydantic_core import core_schema
 from idfields.codecs import _checked
 from idfields.codecs._public import PublicIds
 
-__all__ = ["ID_PATTERN", "MAX_ID", "Id", "id_type", "public_id_type"]
+__all__ = ["ID_PATTERN", "MAX_ID", "Id", "IdText", "PublicIdText"]
 
 MAX_ID = 2**63 - 1
 ID_PATTERN = r"^[0-9]{1,19}$"
 
 
-class _IdText:
-    """The pydantic schema of an ID with a text form: ``to_text``/``from_text`` convert, and
-    ``pattern`` describes the text in JSON Schema."""
+class IdText:
+    """``Annotated[int, IdText(...)]``: an ID whose JSON form is ``to_text(id)``, read back by
+    ``from_text`` from any string matching ``pattern`` (a ``ValueError`` from it is a validation
+    error); ``pattern`` describes the string in JSON Schema."""
 
     def __init__(
-        self, to_text: Callable[[int], str], from_text: Callable[[str], int], pattern: str
+        self,
+        *,
+        to_text: Callable[[int], str] = str,
+        from_text: Callable[[str], int] = int,
+        pattern: str = ID_PATTERN,
     ) -> None:
         self._to_text = to_text
         self._from_text = from_text
@@ -75,23 +86,14 @@ class _IdText:
         return number
 
 
-def id_type(
-    *,
-    to_text: Callable[[int], str] = str,
-    from_text: Callable[[str], int] = int,
-    pattern: str = ID_PATTERN,
-) -> Any:
-    """An ``int`` type whose JSON form is ``to_text(id)``, read back by ``from_text`` from any
-    string matching ``pattern`` (a ``ValueError`` from it is a validation error)."""
-    return Annotated[int, _IdText(to_text, from_text, pattern)]
+class PublicIdText(IdText):
+    """``Annotated[int, PublicIdText(codec)]``: IDs sent as ``codec``'s public strings (a wrong
+    or foreign one is a validation error naming the problem), kept as the real IDs in Python."""
+
+    def __init__(self, codec: PublicIds) -> None:
+        pattern = f"^[{_checked.ALPHABET}]{{{codec.length}}}$"
+        super().__init__(to_text=codec.encode, from_text=codec.decode, pattern=pattern)
 
 
-def public_id_type(codec: PublicIds) -> Any:
-    """IDs sent as ``codec``'s public strings (a wrong or foreign one is a validation error
-    naming the problem), kept as the real IDs in Python."""
-    pattern = f"^[{_checked.ALPHABET}]{{{codec.length}}}$"
-    return id_type(to_text=codec.encode, from_text=codec.decode, pattern=pattern)
-
-
-Id = Annotated[int, _IdText(str, int, ID_PATTERN)]
+Id = Annotated[int, IdText()]
 """An ID: ``int`` in Python, a string of digits in JSON and in the schema."""

@@ -18,7 +18,7 @@ A k-sorted ID starts with its timestamp, so the admin can show when a row was ma
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -30,6 +30,12 @@ from django.http import HttpRequest
 from idfields.codecs import PublicIdError
 from idfields.django_app.fields import KSortedFieldMixin, id_field_of
 from idfields.django_app.public import public_ids_for
+
+# A ``list_display`` column. django-stubs types a column's value ``str | bool``; the admin also
+# formats a datetime (in the current time zone) and shows None as its empty value, which is what
+# a creation time wants, so the value is Any here.
+Column = Callable[[Model], Any]
+ReadonlyFields = list[str] | tuple[str, ...]  # what ModelAdmin.get_readonly_fields returns
 
 __all__ = [
     "IdAdminMixin",
@@ -67,9 +73,7 @@ def _attname(model: type[Model], name: str) -> str:
     return field.attname if isinstance(field, Field) else name
 
 
-def created_from_id(
-    name: str = "pk", *, description: str = "created"
-) -> Callable[[Model], datetime | None]:
+def created_from_id(name: str = "pk", *, description: str = "created") -> Column:
     """A ``list_display`` column with the creation time decoded from ID column ``name``.
 
     The column sorts by the ID itself, which is the same order as the creation time.
@@ -85,7 +89,7 @@ def created_from_id(
 class IdAdminMixin:
     """Adds the pk's decoded creation time, read-only, to the change page of a ModelAdmin."""
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> ReadonlyFields:
         fields = super().get_readonly_fields(request, obj)  # type: ignore[misc]
         return fields if obj is None else (*fields, "id_created")
 
@@ -106,7 +110,7 @@ def public_id_column(description: str = "public ID") -> Callable[[Model], str]:
 class PublicIdAdminMixin:
     """The change page shows the public ID next to the pk; searching a public ID finds its row."""
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> Sequence[str]:
+    def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> ReadonlyFields:
         fields = super().get_readonly_fields(request, obj)  # type: ignore[misc]
         return fields if obj is None else (*fields, "public_id_shown")
 

@@ -27,7 +27,7 @@ through RETURNING.
 from __future__ import annotations
 
 import sys
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from django import forms
 from django.apps import apps
@@ -68,6 +68,22 @@ __all__ = [
 # tables (which node leases need), and a project switched to idfields has an int4 log key
 # (AutoField) that our IDs would overflow half-way through `migrate`.
 MIGRATION_LOG_MODULE = "django.db.migrations.recorder"
+
+
+_ST = TypeVar("_ST", contravariant=True)  # what the attribute takes (django-stubs' order)
+_GT = TypeVar("_GT", covariant=True)  # what it gives: int, or int | None with null=True
+
+if TYPE_CHECKING:
+    _BigIntegerField = BigIntegerField
+    _BigAutoField = BigAutoField
+else:
+    # django-stubs types a field by its (set, get) type arguments, which Django's classes do not
+    # take at run time: these bases take them, so ``SnowflakeField[int, int]`` runs as it checks.
+    class _BigIntegerField(BigIntegerField, Generic[_ST, _GT]):
+        pass
+
+    class _BigAutoField(BigAutoField, Generic[_ST, _GT]):
+        pass
 
 
 GENERATED_PK = "idfields_generated_pk"  # ModelState key: the pk value we made for this instance
@@ -364,7 +380,7 @@ def id_columns(model: type[Model]) -> dict[Field[Any, Any], Field[Any, Any]]:
     return found
 
 
-class KSortedIdField(KSortedFieldMixin, BigIntegerField):  # type: ignore[type-arg]
+class KSortedIdField(KSortedFieldMixin, _BigIntegerField[_ST, _GT]):
     """A bigint column of k-sorted IDs, filled on insert when blank (``layout=`` or settings)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -381,7 +397,7 @@ class KSortedIdField(KSortedFieldMixin, BigIntegerField):  # type: ignore[type-a
         return super().formfield(**{"form_class": IdFormField, **kwargs})
 
 
-class KSortedAutoField(KSortedFieldMixin, BigAutoField):  # type: ignore[type-arg,misc,override]
+class KSortedAutoField(KSortedFieldMixin, _BigAutoField[_ST, _GT]):  # type: ignore[misc,override]
     """A k-sorted primary key; ``DEFAULT_AUTO_FIELD = "idfields.django_app.fields.X"``."""
 
     def get_internal_type(self) -> str:
@@ -398,37 +414,37 @@ class KSortedAutoField(KSortedFieldMixin, BigAutoField):  # type: ignore[type-ar
         return None
 
 
-class SnowflakeField(KSortedIdField):
+class SnowflakeField(KSortedIdField[_ST, _GT]):
     """Snowflake IDs: 41-bit ms | 10-bit node | 12-bit sequence."""
 
     default_layout = "snowflake"
 
 
-class TraceIdField(KSortedIdField):
+class TraceIdField(KSortedIdField[_ST, _GT]):
     """TraceId IDs: 25-bit wrapping seconds | 16-bit node | 22-bit counter."""
 
     default_layout = "traceid"
 
 
-class DecimalIdField(KSortedIdField):
+class DecimalIdField(KSortedIdField[_ST, _GT]):
     """DecimalId IDs: counter * 10**10 + generator_id * 10**5 + launch_id (readable in decimal)."""
 
     default_layout = "decimal"
 
 
-class SnowflakeAutoField(KSortedAutoField):
+class SnowflakeAutoField(KSortedAutoField[_ST, _GT]):
     """Snowflake primary keys."""
 
     default_layout = "snowflake"
 
 
-class TraceIdAutoField(KSortedAutoField):
+class TraceIdAutoField(KSortedAutoField[_ST, _GT]):
     """TraceId primary keys."""
 
     default_layout = "traceid"
 
 
-class DecimalIdAutoField(KSortedAutoField):
+class DecimalIdAutoField(KSortedAutoField[_ST, _GT]):
     """DecimalId primary keys."""
 
     default_layout = "decimal"

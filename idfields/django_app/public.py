@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, overload
 
 from django.apps import AppConfig, apps
 from django.core.checks import CheckMessage, Error, Tags, register
@@ -55,7 +55,11 @@ class PublicId:
     def __init__(self, *, label: str | None = None) -> None:
         self.label = label
 
-    def __get__(self, instance: Model | None, owner: type[Model]) -> Any:
+    @overload
+    def __get__(self, instance: None, owner: type[Model]) -> _Bound: ...
+    @overload
+    def __get__(self, instance: Model, owner: type[Model]) -> str | None: ...
+    def __get__(self, instance: Model | None, owner: type[Model]) -> _Bound | str | None:
         if instance is None:
             return _Bound(owner)
         return None if instance.pk is None else public_ids_for(owner).encode(int(instance.pk))

@@ -79,7 +79,9 @@ class _PublicIdComparator(Comparator[str | None]):
         return sa.not_(self.__eq__(other))
 
 
-def public_id_property(*, label: str, column: str = "id", keys: Keys | None = None) -> Any:
+def public_id_property(
+    *, label: str, column: str = "id", keys: Keys | None = None
+) -> hybrid_property[str | None]:
     """A hybrid property: the row's public ID string, comparable to a string in queries.
 
     ``label`` names the table in the key (keep it when renaming the class, or every string

@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -14,7 +15,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from idfields.codecs._keys import generate_key
 from idfields.codecs._public import PublicIds
 from idfields.generators import make_generator
-from idfields.pydantic import MAX_ID, Id, id_type, public_id_type
+from idfields.pydantic import MAX_ID, Id, IdText, PublicIdText
 
 HERE = Path(__file__).resolve().parent
 
@@ -93,9 +94,12 @@ def test_bad_ids_are_refused_with_the_reason(value: object, message: str) -> Non
 
 def test_id_type_takes_another_text_form() -> None:
     """The seam for public IDs: any codec's encode/decode and the pattern of its strings."""
-    Hex = id_type(
-        to_text=lambda i: format(i, "x"), from_text=lambda s: int(s, 16), pattern="^[0-9a-f]+$"
-    )
+    Hex = Annotated[
+        int,
+        IdText(
+            to_text=lambda i: format(i, "x"), from_text=lambda s: int(s, 16), pattern="^[0-9a-f]+$"
+        ),
+    ]
     adapter = TypeAdapter(Hex)
     assert adapter.dump_json(255) == b'"ff"'
     assert adapter.validate_json('"ff"') == 255
@@ -104,9 +108,9 @@ def test_id_type_takes_another_text_form() -> None:
         adapter.validate_python("zz")
 
 
-def test_public_id_type_sends_the_codecs_strings() -> None:
+def test_public_id_text_sends_the_codecs_strings() -> None:
     codec = PublicIds(generate_key(), label="post")
-    PostId = public_id_type(codec)
+    PostId = Annotated[int, PublicIdText(codec)]
 
     class PublicPost(BaseModel):
         id: PostId
