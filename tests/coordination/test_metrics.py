@@ -3,10 +3,16 @@ OpenTelemetry (an in-memory reader of the SDK stands in for Prometheus)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 
 import pytest
+import readme_blocks
+from databases import DbUrl
 from dbapi_database import DbApiDatabase
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -125,3 +131,92 @@ def test_clock_events_reach_every_listener_and_a_broken_one_costs_no_id(
     assert names.count("clock.backwards") == 2
     waits = [value for event, value, _ in events if event == "clock.wait"]
     assert waits and 0.04 < sum(waits) < 0.06
+
+
+# Runs a recipe of docs/how-to/operating-at-scale.md (imported as the page has it) in a process
+# of its own, issues IDs, then collects as Prometheus scrapes, 30 times, counting the database's
+# connections (other than the counting one) after each collection.
+_COLLECTIONS = """
+import importlib, json, os, sys
+import psycopg
+from prometheus_client import generate_latest
+
+setup, recipe = sys.argv[1:]
+issue = importlib.import_module(setup).issue
+importlib.import_module(recipe)
+issue()
+counts, gauges = [], []
+for _ in range(30):
+    scraped = generate_latest().decode().splitlines()
+    gauges = [line for line in scraped if line.startswith("idfields_nodes_in_use")]
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as counting:
+        counts.append(counting.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()[0])
+print(json.dumps({"counts": counts, "gauges": gauges}))
+"""
+
+_SQLALCHEMY_SETUP = """
+import os
+import sqlalchemy as sa
+from idfields.sqlalchemy_ext import add_tables, get_generator
+
+tables = sa.MetaData()
+add_tables(tables)
+engine = sa.create_engine(os.environ["SQLALCHEMY_URL"])
+tables.create_all(engine)
+engine.dispose()
+
+
+def issue():
+    get_generator("snowflake").take(10)
+"""
+
+_DJANGO_SETUP = """
+import django
+from django.core.management import call_command
+
+django.setup()
+call_command("migrate", "idfields", verbosity=0)
+
+
+def issue():
+    from idfields.django_app.sources import generator_for
+
+    generator_for("snowflake").take(10)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("recipe", "setup"), [("sqlalchemy", _SQLALCHEMY_SETUP), ("django", _DJANGO_SETUP)]
+)
+def test_the_documented_recipes_hold_their_connections_and_report_the_room(
+    recipe: str, setup: str, tmp_path: Path, fresh_database: Callable[[str], str]
+) -> None:
+    url = fresh_database("postgresql")
+    env = readme_blocks.environment("postgresql", url, DbUrl.parse(url).sqlalchemy_url())
+    section = readme_blocks.section("docs/how-to/operating-at-scale.md", "Node room in the metrics")
+    readme_blocks.run_section(section, "postgresql", tmp_path, env)  # writes the recipes
+    (tmp_path / "setup.py").write_text(setup)
+    databases = DbUrl.parse(url).django_databases()
+    (tmp_path / "settings.py").write_text(
+        f"SECRET_KEY = 'recipes'\nUSE_TZ = True\nINSTALLED_APPS = ['idfields.django_app']\n"
+        f"DATABASES = {databases!r}\nIDFIELDS = {{'NODE_SOURCE': 'lease'}}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTIONS, "setup", f"metrics_{recipe}"],
+        cwd=tmp_path,
+        env={**env, "DJANGO_SETTINGS_MODULE": "settings"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    counts = found["counts"]
+    assert set(counts) == {counts[0]}, f"connections after each collection: {counts}"
+    assert any('layout="snowflake"' in line for line in found["gauges"]), done.stderr
+    assert "not read" not in done.stderr, done.stderr
