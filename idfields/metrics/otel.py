@@ -35,15 +35,19 @@ _TIMED = {
 def instrument(
     meter_provider: metrics.MeterProvider | None = None,
     *,
-    database: Callable[[], Database] | None = None,
+    database: Database | Callable[[], Database] | None = None,
 ) -> Callable[[], None]:
     """Report idfields through ``meter_provider`` (default: the global one); returns the
     function that stops the event instruments.
 
-    With ``database`` (a callable returning the coordination database, e.g.
-    ``django_app.sources.coordination_database``), each collection also reads the nodes in use
-    and free of every layout with a live generator here, and the DecimalId generator ids left.
+    With ``database`` (the coordination database, e.g. the ``SQLAlchemyDatabase`` the lease
+    source uses, or a function returning it, e.g. Django's
+    ``idfields.django_app.sources.coordination_database``), each collection also reads the nodes
+    in use and free of every layout with a live generator here, and the DecimalId generator ids
+    left. Collections reuse that database's connections: pass one adapter, not a function that
+    makes a new one each time.
     """
+    room = None if database is None else _RoomObserver(_reader(database))  # refused here
     provider = meter_provider or metrics.get_meter_provider()
     meter = provider.get_meter("idfields")
     counters = {e: meter.create_counter(n, unit="{event}") for e, n in _COUNTED.items()}
@@ -67,14 +71,27 @@ def instrument(
         unit="s",
         description="last ID's time - clock",
     )
-    if database is not None:
-        observe = _RoomObserver(database)
-        meter.create_observable_gauge("idfields.nodes.in_use", [observe.in_use], unit="{node}")
-        meter.create_observable_gauge("idfields.nodes.free", [observe.free], unit="{node}")
+    if room is not None:
+        meter.create_observable_gauge("idfields.nodes.in_use", [room.in_use], unit="{node}")
+        meter.create_observable_gauge("idfields.nodes.free", [room.free], unit="{node}")
         meter.create_observable_gauge(
-            "idfields.generator_ids.left", [observe.generator_ids_left], unit="{id}"
+            "idfields.generator_ids.left", [room.generator_ids_left], unit="{id}"
         )
     return subscribe(record)
+
+
+def _reader(database: Database | Callable[[], Database]) -> Callable[[], Database]:
+    """The function each collection calls for the database; anything else fails here, at start,
+    rather than at every collection."""
+    if callable(database):
+        return database  # Django's coordination_database: follows the settings
+    if callable(getattr(database, "execute", None)) and callable(getattr(database, "atomic", None)):
+        return lambda: database
+    raise TypeError(
+        f"instrument(database=...) takes the coordination database (SQLAlchemy: the "
+        f"SQLAlchemyDatabase your LeaseSource uses) or a function returning it (Django: "
+        f"idfields.django_app.sources.coordination_database), not {database!r}"
+    )
 
 
 def _per_generator(
