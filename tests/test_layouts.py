@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -197,3 +198,21 @@ def test_every_layout_reports_capacity_nodes_and_end() -> None:
         assert facts["runs_out"]
         if layout.is_time_based:
             assert facts["ids_per_second_per_node"] > 0
+
+
+def test_first_id_at_separates_the_ids_of_earlier_ticks() -> None:
+    layout = get_layout("snowflake")
+    now = time.time_ns()
+    bound = layout.first_id_at(now)
+    tick_start = layout.epoch_ns + layout.tick_of(now) * layout.unit_ns
+    made = layout.compose(timestamp=layout.tick_of(now), node=0, sequence=0)
+    assert bound == made  # the smallest ID of that tick
+    earlier = layout.compose(timestamp=layout.tick_of(tick_start - 1), node=1023, sequence=4095)
+    assert earlier < bound <= layout.compose(timestamp=layout.tick_of(now), node=5, sequence=9)
+    assert layout.first_id_at(0) == 0  # before the epoch: every ID is above
+
+
+@pytest.mark.parametrize(("name", "why"), [("traceid", "which wraps"), ("decimal", "'counter'")])
+def test_first_id_at_refuses_layouts_not_sorted_by_time(name: str, why: str) -> None:
+    with pytest.raises(LayoutError, match=why):
+        get_layout(name).first_id_at(time.time_ns())

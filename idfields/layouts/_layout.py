@@ -378,6 +378,20 @@ class Layout:
         """The timestamp tick (unwrapped) of a moment given in ns since 1970."""
         return (unix_ns - self.epoch_ns) // self.unit_ns
 
+    def first_id_at(self, unix_ns: int) -> int:
+        """The smallest ID this layout can make in the tick of ``unix_ns`` (ns since 1970) or
+        later: every ID made in an earlier tick is below it, so ``id < first_id_at(t)`` selects
+        IDs made before ``t``. Needs a leading timestamp that does not wrap."""
+        stamp = self.placed[0]
+        if not isinstance(stamp.spec, Timestamp) or stamp.spec.wraps:
+            raise LayoutError(
+                f"layout {self.name!r} does not sort its IDs by time (they lead with "
+                f"{stamp.name!r}{', which wraps' if self.wraps else ''}), so no ID separates "
+                "earlier IDs from later ones; use a time-leading layout such as 'snowflake'"
+            )
+        tick = min(max(self.tick_of(unix_ns), stamp.minimum), stamp.maximum)
+        return tick * stamp.multiplier + sum(p.minimum * p.multiplier for p in self.placed[1:])
+
     # -- compose and decode -----------------------------------------------------------------------
 
     def compose(self, values: Mapping[str, int] | None = None, /, **fields: int) -> int:

@@ -162,10 +162,7 @@ class Target:
     def first_id(self, now_ns: int | None = None) -> int:
         """The smallest ID the layout can issue from ``now_ns`` less the clock slack on."""
         now = time.time_ns() if now_ns is None else now_ns
-        stamp = self.layout.placed[0]
-        tick = max(self.layout.tick_of(now - CLOCK_SLACK_NS), stamp.minimum)
-        rest = sum(p.minimum * p.multiplier for p in self.layout.placed[1:])
-        return tick * stamp.multiplier + rest
+        return self.layout.first_id_at(now - CLOCK_SLACK_NS)
 
     def check_max_id(self, key: KeyInfo, now_ns: int | None = None) -> None:
         """Refuse when an existing row's ID is not below every ID the layout will issue."""
