@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from dbapi_database import DbApiDatabase
@@ -127,3 +129,54 @@ def test_the_sql_view_shows_app_and_database_holders_alike(
     assert state == ("dead",)
     generator.close()
     db.close()
+
+
+ACTOR = Path(__file__).resolve().parents[1] / "coordination" / "lease_actor.py"
+
+
+def test_the_view_and_the_report_agree_but_on_app_processes_only_the_report_can_check(
+    connect: Connect, postgres_url: str, tmp_path: Path
+) -> None:
+    """docs/how-to/operating-at-scale.md "Who holds which node": a backend gone from
+    pg_stat_activity is dead in both; a SIGKILLed app process of this host is dead in the report
+    (``idfields_nodes``, ``holder_rows``), which checks its pid here, and live in the view, which
+    cannot see this host's processes, until its lease ends."""
+    name = f"killed_{secrets.token_hex(4)}"
+    out = tmp_path / "ids"
+    tests = ACTOR.parents[1]
+    actor = subprocess.Popen(
+        [sys.executable, str(ACTOR), "postgresql", postgres_url, name, "1", "60", str(out)],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])},
+        stderr=subprocess.PIPE,
+    )
+    marker = Path(f"{out}.node")
+    deadline = time.monotonic() + 60
+    while not marker.exists() and actor.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert marker.read_text() == "0", actor.stderr.read() if actor.stderr else ""
+    actor.send_signal(signal.SIGKILL)
+    actor.wait()
+    backend_layout = _one_node_layout()
+    backend, _ = _backend_takes(connect, backend_layout)
+    with connect() as admin:
+        assert admin.execute("SELECT pg_terminate_backend(%s, 5000)", [backend]).fetchone()
+    db = DbApiDatabase("postgresql", postgres_url)
+    try:
+        report = {
+            (row[0].split("#")[0], row[2]): row[-1]
+            for key in (name, backend_layout.name)
+            for row in holder_rows(list_leases(db, key))
+        }
+    finally:
+        db.close()
+    view = dict(
+        connect()
+        .execute(
+            "SELECT split_part(layout, '#', 1) || ':' || kind, state FROM idfields.node_holders "
+            "WHERE split_part(layout, '#', 1) IN (%s, %s)",
+            [name, backend_layout.name],
+        )
+        .fetchall()
+    )
+    assert report == {(name, "app"): "dead", (backend_layout.name, "database"): "dead"}
+    assert view == {f"{name}:app": "live", f"{backend_layout.name}:database": "dead"}
