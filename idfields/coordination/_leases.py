@@ -90,6 +90,7 @@ class LeaseInfo:
     acquired_at: datetime
     expires_at: datetime
     live: bool
+    backend_gone: bool = False  # held by a PostgreSQL backend no longer in pg_stat_activity
 
 
 class LeaseSource:
@@ -204,14 +205,10 @@ class LeaseSource:
         soon = [row for row in rows if now <= row.expires <= now + CLAIM_AHEAD_MS and row.holder]
         if not soon:
             return None
-        backends = _live_backends(self._database, soon)
+        backends = _live_backends(self._database, [row.holder for row in soon])
         for row in sorted(soon, key=lambda row: row.expires):
             who = _holders.parse(row.holder)
-            if who.kind == "database":
-                dead = backends is not None and who.pid is not None and who.pid not in backends
-            else:
-                dead = who.provably_dead()
-            if dead:
+            if _backend_gone(who, backends) or who.provably_dead():
                 lease = self._claim(key, row.node, row, holder, now, fence)
                 if lease is not None:
                     return lease
@@ -491,7 +488,8 @@ class _Lease:
 def list_leases(
     database: Database, layout: str | None = None, *, now_ns: int | None = None
 ) -> list[LeaseInfo]:
-    """Who holds which node, since and until when (released and lapsed rows are not live).
+    """Who holds which node, since and until when (released and lapsed rows are not live), and
+    which PostgreSQL backends holding one are gone.
 
     ``layout`` is a layout name: the rows of every layout of that name (``LeaseInfo.layout``
     is the lease key, ``name#<fingerprint>`` for a user layout).
@@ -505,6 +503,7 @@ def list_leases(
     rows = database.execute(sql + " ORDER BY layout, node", params).rows
     if layout is not None:
         rows = [row for row in rows if _is_named(str(row[0]), layout)]
+    backends = _live_backends(database, [str(row[2]) for row in rows if int(row[4]) >= now])
     return [
         LeaseInfo(
             str(name),
@@ -513,6 +512,7 @@ def list_leases(
             _datetime(int(acquired)),
             _datetime(int(expires)),
             live=bool(holder) and int(expires) >= now,
+            backend_gone=_backend_gone(_holders.parse(str(holder)), backends),
         )
         for name, node, holder, acquired, expires in rows
     ]
@@ -535,13 +535,18 @@ def _fence_sequence(lease_key: str, node: int) -> str:
     return f"fence_{(lease_lock_key(lease_key) + node) % 1024}"
 
 
-def _live_backends(database: Database, rows: list[_Row]) -> set[int] | None:
-    """The pids of PostgreSQL's live backends, when a database backend holds one of ``rows``."""
+def _live_backends(database: Database, holders: list[str]) -> set[int] | None:
+    """The pids of PostgreSQL's live backends, when a database backend is one of ``holders``."""
     if database.vendor != "postgresql" or not any(
-        _holders.parse(row.holder).kind == "database" for row in rows
+        _holders.parse(holder).kind == "database" for holder in holders
     ):
         return None
     return {int(pid) for (pid,) in database.execute("SELECT pid FROM pg_stat_activity").rows}
+
+
+def _backend_gone(who: _holders.Holder, backends: set[int] | None) -> bool:
+    """A database backend holder whose pid is not among ``backends`` (read just before)."""
+    return who.kind == "database" and backends is not None and who.pid not in backends
 
 
 def _named(name: str) -> tuple[str, list[object]]:

@@ -26,7 +26,10 @@ def holder_rows(leases: Sequence[LeaseInfo]) -> list[tuple[str, ...]]:
     """One row per lease: app processes and database backends alike, in :data:`HEADERS` order.
 
     State is ``live``, ``dead`` (live on paper, but its holder provably cannot issue again: a
-    claim takes the node once its expiry is within a second), ``expired`` or ``released``.
+    claim takes the node once its expiry is within a second), ``expired`` or ``released``. A
+    backend gone from ``pg_stat_activity`` is dead here as in the view ``idfields.node_holders``;
+    an app process is dead only when this process can prove it (:mod:`._holders`: same host,
+    boot and PID namespace, pid gone), which the view, seeing no host's processes, never does.
     """
     rows: list[tuple[str, ...]] = []
     for lease in leases:
@@ -36,7 +39,7 @@ def holder_rows(leases: Sequence[LeaseInfo]) -> list[tuple[str, ...]]:
         elif not lease.live:
             state = "expired"
         else:
-            state = "dead" if holder.provably_dead() else "live"
+            state = "dead" if lease.backend_gone or holder.provably_dead() else "live"
         rows.append(
             (
                 lease.layout,

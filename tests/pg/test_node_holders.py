@@ -144,18 +144,20 @@ def test_the_view_and_the_report_agree_but_on_app_processes_only_the_report_can_
     name = f"killed_{secrets.token_hex(4)}"
     out = tmp_path / "ids"
     tests = ACTOR.parents[1]
-    actor = subprocess.Popen(
-        [sys.executable, str(ACTOR), "postgresql", postgres_url, name, "1", "60", str(out)],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])},
-        stderr=subprocess.PIPE,
-    )
-    marker = Path(f"{out}.node")
-    deadline = time.monotonic() + 60
-    while not marker.exists() and actor.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert marker.read_text() == "0", actor.stderr.read() if actor.stderr else ""
-    actor.send_signal(signal.SIGKILL)
-    actor.wait()
+    log = tmp_path / "actor.log"
+    with log.open("wb") as stderr:
+        actor = subprocess.Popen(
+            [sys.executable, str(ACTOR), "postgresql", postgres_url, name, "1", "60", str(out)],
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tests), str(tests.parent)])},
+            stderr=stderr,
+        )
+        marker = Path(f"{out}.node")
+        deadline = time.monotonic() + 60
+        while not marker.exists() and actor.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert marker.exists() and marker.read_text() == "0", log.read_text()
+        actor.send_signal(signal.SIGKILL)  # holds its lease: a killed worker cannot give it back
+        actor.wait()
     backend_layout = _one_node_layout()
     backend, _ = _backend_takes(connect, backend_layout)
     with connect() as admin:
