@@ -1,11 +1,12 @@
 """SQLAlchemy 2 models with public IDs, and a pydantic model that sends them."""
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, assert_type
 
 from pydantic import BaseModel
 from sqlalchemy import BigInteger, ForeignKey, String, select
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.sql.elements import ColumnElement
 
 from idfields.pydantic import Id, PublicIdText
 from idfields.sqlalchemy_ext import (
@@ -30,12 +31,13 @@ class Post(Base):
     public_id = public_id_property(label="blog.post")
 
 
-def public_id_of(post: Post) -> str | None:
-    return post.public_id
-
-
-def find(session: Session, text: str) -> Post | None:
-    return session.scalars(select(Post).where(Post.public_id == text)).one_or_none()
+def types(post: Post, session: Session, text: str) -> None:
+    assert_type(post.id, int)
+    assert_type(post.public_id, str | None)
+    assert_type(Post.public_id == text, ColumnElement[bool])
+    assert_type(
+        session.scalars(select(Post).where(Post.public_id == text)).one_or_none(), Post | None
+    )
 
 
 def created(post: Post) -> datetime | None:

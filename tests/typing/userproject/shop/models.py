@@ -1,3 +1,5 @@
+from typing import assert_type
+
 from django.db import models
 
 from idfields.django_app.fields import SnowflakeAutoField, SnowflakeField, TraceIdField
@@ -17,17 +19,10 @@ class Order(models.Model):
     public_id = PublicId()
 
 
-def order_key(order: Order) -> int:
-    return order.id
-
-
-def reference_of(order: Order) -> int | None:
-    return order.reference
-
-
-def public_id_of(order: Order) -> str | None:
-    return order.public_id
-
-
-def decode(text: str) -> int:
-    return Order.public_id.decode(text)
+def types(order: Order) -> None:
+    assert_type(order.id, int)
+    assert_type(order.reference, int | None)  # null=True
+    assert_type(order.trace, int)
+    assert_type(order.customer_id, int)  # a foreign key to an ID field
+    assert_type(order.public_id, str | None)
+    assert_type(Order.public_id.decode("k3q7m3x0d9a2hzr"), int)
