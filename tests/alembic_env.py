@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+from alembic import command
 from alembic.config import Config
 
 ENV_PY = """
@@ -65,3 +66,33 @@ def alembic_config(tmp_path: Path, url: str, migration_py: str) -> tuple[Config,
     config.set_main_option("script_location", str(scripts))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config, output
+
+
+def stock_project(
+    tmp_path: Path, url: str, target_metadata: str, template: str = "generic"
+) -> Config:
+    """An Alembic project as ``alembic init`` makes it (its own ``env.py``, untouched but for
+    ``target_metadata = <target_metadata>``); migrations go in ``migrations/versions``."""
+    scripts = tmp_path / "migrations"
+    config = Config(str(tmp_path / "alembic.ini"))
+    command.init(config, str(scripts), template=template)
+    # No config file: env.py's fileConfig() would disable every logger of the test process.
+    config = Config()
+    config.set_main_option("script_location", str(scripts))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    env = scripts / "env.py"
+    stock = env.read_text()
+    if "target_metadata = None" not in stock:
+        raise AssertionError("alembic init's env.py no longer sets target_metadata = None")
+    env.write_text(stock.replace("target_metadata = None", f"target_metadata = {target_metadata}"))
+    return config
+
+
+def write_revision(
+    config: Config, revision: str, down: str | None, upgrade: str, downgrade: str
+) -> None:
+    """A hand-written revision in ``config``'s project (bodies indented as function bodies)."""
+    versions = Path(config.get_main_option("script_location") or "") / "versions"
+    body = migration(upgrade, downgrade).replace('revision = "0001"', f'revision = "{revision}"')
+    body = body.replace("down_revision = None", f"down_revision = {down!r}")
+    (versions / f"{revision}_rev.py").write_text(body)

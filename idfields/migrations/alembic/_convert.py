@@ -102,16 +102,19 @@ class _KeyOp(MigrateOperation):
     @contextmanager
     def bounded(self, operations: Operations, savepoint: bool = True) -> Iterator[None]:
         """The lock timeout in force before the first statement (introspection included), and a
-        timeout naming who holds the lock. Inside the migration's transaction the work runs in a
-        savepoint, so that the holders can still be read after a timeout. Offline: the plans'
-        own ``SET LOCAL`` statements bound the script."""
+        timeout naming who holds the lock. Inside the migration's transaction on PostgreSQL the work
+        runs in a savepoint, so that the holders can still be read after a timeout aborted it.
+        MariaDB/MySQL needs none (an error leaves its transaction usable) and could keep none:
+        each DDL statement commits the transaction Alembic began, and its savepoints with it.
+        Offline: the plans' own ``SET LOCAL`` statements bound the script."""
         dialect = self.dialect(operations)
         if dialect is None or operations.get_context().as_sql:
             yield
             return
         query, timeout = _query(operations), self.options["lock_timeout"]
         bind = operations.get_bind()
-        nested = bind.begin_nested() if savepoint and bind.in_transaction() else nullcontext()
+        transactional = dialect == "postgresql" and bind.in_transaction()
+        nested = bind.begin_nested() if savepoint and transactional else nullcontext()
         with (
             locks.named_blockers(dialect, query, self.table, self.schema, timeout),
             locks.bounded(dialect, query, timeout),

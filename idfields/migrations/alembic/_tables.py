@@ -22,6 +22,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
 )
+from sqlalchemy.schema import CreateTable, DropTable
 
 
 def schema_v1() -> list[Table]:
@@ -84,16 +85,26 @@ class DropIdfieldsTablesOp(MigrateOperation):
         return CreateIdfieldsTablesOp()
 
 
+def _rerunnable(operations: Operations) -> bool:
+    """Whether a rerun may find the tables already made (or already gone): on MariaDB/MySQL each
+    DDL statement commits, so a migration stopped after this operation left its tables while
+    ``alembic_version`` still names the revision before it. Elsewhere the migration's
+    transaction undoes the whole operation."""
+    return not operations.get_context().impl.transactional_ddl
+
+
 @Operations.implementation_for(CreateIdfieldsTablesOp)
 def _create(operations: Operations, operation: CreateIdfieldsTablesOp) -> None:
+    rerunnable = _rerunnable(operations)
     for table in schema_v1():
-        operations.impl.create_table(table)
+        operations.execute(CreateTable(table, if_not_exists=rerunnable))
 
 
 @Operations.implementation_for(DropIdfieldsTablesOp)
 def _drop(operations: Operations, operation: DropIdfieldsTablesOp) -> None:
+    rerunnable = _rerunnable(operations)
     for table in reversed(schema_v1()):
-        operations.impl.drop_table(table)
+        operations.execute(DropTable(table, if_exists=rerunnable))
 
 
 @renderers.dispatch_for(CreateIdfieldsTablesOp)
