@@ -159,23 +159,47 @@ class Target:
     def db_default(self) -> str:
         return functions_of(self.layout).next_call
 
-    def first_id(self, now_ns: int | None = None) -> int:
-        """The smallest ID the layout can issue from ``now_ns`` less the clock slack on."""
+    def first_id(self, now_ns: int | None = None, slack_ns: int = CLOCK_SLACK_NS) -> int:
+        """The smallest ID the layout can issue from ``now_ns`` less ``slack_ns`` on."""
         now = time.time_ns() if now_ns is None else now_ns
-        return self.layout.first_id_at(now - CLOCK_SLACK_NS)
+        return self.layout.first_id_at(now - slack_ns)
 
     def check_max_id(self, key: KeyInfo, now_ns: int | None = None) -> None:
         """Refuse when an existing row's ID is not below every ID the layout will issue."""
-        if key.max_id is None:
-            return
-        first = self.first_id(now_ns)
-        if key.max_id >= first:
+        self.id_floor(key, now_ns)
+
+    def id_floor(self, key: KeyInfo, now_ns: int | None = None) -> int:
+        """The bound every existing ID must stay below (the plan's run-time guard checks it
+        again under the lock); raises :class:`LayoutError` when ``key.max_id`` is not below it.
+
+        It is the layout's first ID a day back (:data:`CLOCK_SLACK_NS`), unless max(id) is an ID
+        of this layout issued before now: a table converted, restored to AUTO_INCREMENT and
+        converted again holds the layout's own IDs (and the counter's values right above them),
+        all below the layout's IDs of this very tick, the bound then.
+        """
+        now = time.time_ns() if now_ns is None else now_ns
+        first = self.first_id(now)
+        if key.max_id is None or key.max_id < first:
+            return first
+        decoded = self.layout.decode(key.max_id, reference_ns=now)
+        name, where = self.layout.name, f"{key.table}.{key.column}"
+        if decoded.in_layout and decoded.time_ns is not None and decoded.time_ns <= now:
+            return self.first_id(now, slack_ns=0)
+        if decoded.in_layout and decoded.time is not None:
             raise LayoutError(
-                f"{key.table}.{key.column} holds IDs up to {key.max_id}, but layout "
-                f"{self.layout.name!r} issues IDs from {first} on: new IDs could collide with or "
-                "sort before existing ones. Choose a layout whose IDs start above max(id) "
-                "(a later epoch or a wider timestamp)"
+                f"{where} holds IDs up to {key.max_id}, which as {name!r} IDs are from "
+                f"{decoded.time.isoformat()}, after this host's clock: new IDs could repeat or "
+                "sort before existing ones. If they are this layout's IDs from a host whose "
+                "clock runs ahead, correct that clock and convert once this host's clock has "
+                "passed that time; if the table's keys come from elsewhere, choose a layout "
+                "whose IDs start above max(id) (a later epoch or a wider timestamp)"
             )
+        raise LayoutError(
+            f"{where} holds IDs up to {key.max_id}, which are not {name!r} IDs (a field is out "
+            f"of range) and not below {first}, the first ID it may issue: new IDs could repeat "
+            "or sort before existing ones. Choose a layout whose IDs start above max(id) "
+            "(a later epoch or a wider timestamp)"
+        )
 
 
 def check_layout(layout: Layout) -> None:

@@ -79,7 +79,7 @@ def lock(tables: list[str]) -> Statement:
 
 def max_id_guard(key: KeyInfo, target: Target, column: str | None = None) -> Statement:
     """Fail the transaction if a row's ID is not below the first new ID (checked at run time)."""
-    first = target.first_id()
+    first = target.id_floor(key)
     col = ident("postgresql", column or key.column)
     message = literal(
         f"idfields: max({key.column}) of {key.table} is not below {first}, the first "
