@@ -68,11 +68,19 @@ def alembic_config(tmp_path: Path, url: str, migration_py: str) -> tuple[Config,
     return config, output
 
 
+# The edit docs/tutorials/sqlalchemy.md makes to env.py: the idfields autogenerate hook.
+HOOK_IMPORT = "from idfields.migrations.alembic import process_revision_directives\n"
+HOOK_ARG = (
+    "target_metadata=target_metadata, process_revision_directives=process_revision_directives"
+)
+
+
 def stock_project(
-    tmp_path: Path, url: str, target_metadata: str, template: str = "generic"
+    tmp_path: Path, url: str, target_metadata: str, template: str = "generic", hook: bool = True
 ) -> Config:
     """An Alembic project as ``alembic init`` makes it (its own ``env.py``, untouched but for
-    ``target_metadata = <target_metadata>``); migrations go in ``migrations/versions``."""
+    ``target_metadata = <target_metadata>`` and, with ``hook``, the idfields autogenerate hook
+    as the docs add it); migrations go in ``migrations/versions``."""
     scripts = tmp_path / "migrations"
     config = Config(str(tmp_path / "alembic.ini"))
     command.init(config, str(scripts), template=template)
@@ -84,7 +92,10 @@ def stock_project(
     stock = env.read_text()
     if "target_metadata = None" not in stock:
         raise AssertionError("alembic init's env.py no longer sets target_metadata = None")
-    env.write_text(stock.replace("target_metadata = None", f"target_metadata = {target_metadata}"))
+    edited = stock.replace("target_metadata = None", f"target_metadata = {target_metadata}")
+    if hook:
+        edited = HOOK_IMPORT + edited.replace("target_metadata=target_metadata", HOOK_ARG)
+    env.write_text(edited)
     return config
 
 

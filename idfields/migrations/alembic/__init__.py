@@ -22,6 +22,7 @@ from alembic import op as _alembic_op
 from idfields.migrations.alembic import _convert as convert
 from idfields.migrations.alembic import _functions as functions
 from idfields.migrations.alembic import _tables as tables
+from idfields.migrations.alembic._autogenerate import process_revision_directives
 
 if TYPE_CHECKING:
     from typing import Any
@@ -65,4 +66,4 @@ if TYPE_CHECKING:
 
 op = cast("IdFieldsOperations", _alembic_op)
 
-__all__ = ["convert", "functions", "op", "tables"]
+__all__ = ["convert", "functions", "op", "process_revision_directives", "tables"]

@@ -59,6 +59,12 @@ class _KeyOp(MigrateOperation):
         }
         self.target = convert.Target.of(layout, generation, lock_timeout)
 
+    name = ""  # the op's name on Alembic's ``op``
+
+    def to_diff_tuple(self) -> tuple[str, str | None, str, str]:
+        """What ``alembic check`` reports of this operation."""
+        return (self.name, self.schema, self.table, self.column)
+
     def _args(self) -> dict[str, Any]:
         return {"schema": self.schema, "assume": self.assume, "also": self.also, **self.options}
 
@@ -147,6 +153,8 @@ def _query(operations: Operations) -> convert.Query:
 class ConvertToKSortedIdOp(_KeyOp):
     """Convert an AUTO_INCREMENT key to k-sorted IDs; the reverse restores AUTO_INCREMENT."""
 
+    name = "convert_to_ksorted_id"
+
     @classmethod
     def convert_to_ksorted_id(
         cls, operations: Operations, table: str, column: str = "id", **options: Any
@@ -167,6 +175,8 @@ class ConvertToKSortedIdOp(_KeyOp):
 @Operations.register_operation("restore_auto_increment")
 class RestoreAutoIncrementOp(_KeyOp):
     """The way back: serial/identity/AUTO_INCREMENT again, its sequence past max(id)."""
+
+    name = "restore_auto_increment"
 
     @classmethod
     def restore_auto_increment(
