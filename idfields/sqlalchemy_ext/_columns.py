@@ -93,7 +93,7 @@ def id_column(
 
 
 def id_column_core(
-    name: str = "id",
+    name: str | None = "id",
     *,
     layout: str | Layout = "snowflake",
     generation: Generation = "app",
@@ -101,7 +101,9 @@ def id_column_core(
     **kwargs: Any,
 ) -> Column[int]:
     """The same column for Core tables, named as ``Column`` names it:
-    ``Table("orders", metadata, id_column_core("id"), ...)``."""
+    ``Table("orders", metadata, id_column_core("id"), ...)``; ``None`` leaves the name to the
+    attribute it is assigned to (SQLModel's ``sa_column``, see
+    :mod:`idfields.sqlalchemy_ext.sqlmodel`)."""
     _column_options(layout, generation, kwargs, "default")
     column: Column[int] = Column(name, BigInteger, primary_key=primary_key, **kwargs)
     _bring_tables(column)
