@@ -53,7 +53,16 @@ class Example:
     every_edit: bool = True  # False: edits apply where they match (a shared list)
 
     def source(self, root: Path) -> str:
-        """The example with our keys."""
+        """The example with our keys, and the gate's demo where it has none."""
+        return self._edited(root) + self.demo
+
+    def models(self, root: Path) -> str:
+        """The example's models alone, for Alembic's ``target_metadata``."""
+        text = self._edited(root)
+        end = re.search(self.models_end, text, re.MULTILINE)
+        return text[: end.start()] if end else text
+
+    def _edited(self, root: Path) -> str:
         text = _read(root, self.path)
         for pattern, replacement in self.edits:
             text, count = re.subn(pattern, replacement, text)
@@ -63,12 +72,7 @@ class Example:
         if left:
             raise AssertionError(f"{self.path}: an integer key is left: {left.group(0)!r}")
         imports = SQLMODEL_IMPORT if self.package == "sqlmodel" else SA_IMPORT
-        return _after_future(text, imports) + self.demo
-
-    def models(self, root: Path) -> str:
-        """The example's models alone, for Alembic's ``target_metadata``."""
-        text = self.source(root)
-        return text[: re.search(self.models_end, text, re.MULTILINE).start()]  # type: ignore[union-attr]
+        return _after_future(text, imports)
 
 
 def _after_future(text: str, lines: str) -> str:
@@ -123,10 +127,10 @@ EXAMPLES = [
             ),
         ),
         "Base.metadata",
-        r"\Z",
+        r"\Z",  # a page of models only: the gate's demo is added after them
         demo=(
             "\n\n# The gate's own demo (the page shows models only).\n"
-            "from sqlalchemy.orm import Session\n\n"
+            "from sqlalchemy import create_engine\nfrom sqlalchemy.orm import Session\n\n"
             f"engine = {ENGINE}\n"
             "Base.metadata.create_all(engine)\n"
             "with Session(engine) as session, session.begin():\n"
@@ -172,6 +176,7 @@ EXAMPLES = [
                 r'mapped_column\(\n(\s+)ForeignKey\("tree.id"\)',
                 r'mapped_column(\n\1BigInteger, ForeignKey("tree.id")',
             ),
+            # Not a key: MariaDB needs a VARCHAR's length (the example fails there unedited).
             (r"name: Mapped\[str\]\n", "name: Mapped[str] = mapped_column(String(50))\n"),
             (
                 r"from sqlalchemy import select\n",
