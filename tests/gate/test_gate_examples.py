@@ -44,33 +44,28 @@ def run(args: list[str], cwd: Path, url: str) -> str:
     return done.stdout
 
 
+@pytest.mark.parametrize("path", ["create_all", "alembic"])
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
-def test_example_runs_with_create_all(
+def test_example(
     example: Example,
     backend: str,
+    path: str,
     sdists: dict[str, Path],
     tmp_path: Path,
     fresh_database: Callable[[str], str],
 ) -> None:
-    script = tmp_path / f"{example.name}.py"
-    script.write_text(example.source(sdists[example.package]))
-    run([str(script)], tmp_path, database(backend, tmp_path, fresh_database))
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: e.name)
-def test_example_through_alembic(
-    example: Example,
-    backend: str,
-    sdists: dict[str, Path],
-    tmp_path: Path,
-    fresh_database: Callable[[str], str],
-) -> None:
-    (tmp_path / "gate_models.py").write_text(example.models(sdists[example.package]))
-    extra = ["import sqlmodel"] if example.package == "sqlmodel" else []
+    """``create_all``: the example as a script, its own demo included. ``alembic``: its models
+    through a project of ``alembic init`` (see gate_alembic.py)."""
     url = database(backend, tmp_path, fresh_database)
-    out = run(
-        [str(HERE / "gate_alembic.py"), str(tmp_path), url, example.metadata, *extra], tmp_path, url
-    )
+    root = sdists[example.package]
+    if path == "create_all":
+        script = tmp_path / f"{example.name}.py"
+        script.write_text(example.source(root))
+        run([str(script)], tmp_path, url)
+        return
+    (tmp_path / "gate_models.py").write_text(example.models(root))
+    extra = ["import sqlmodel"] if example.package == "sqlmodel" else []
+    driver = str(HERE / "gate_alembic.py")
+    out = run([driver, str(tmp_path), url, example.metadata, *extra], tmp_path, url)
     assert "tables up, checked, down" in out
