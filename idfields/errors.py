@@ -1,7 +1,9 @@
 """Every error idfields raises: one base class, one subclass per problem, each naming the fix.
 
 They derive from ``ValueError`` or ``RuntimeError`` as well, so callers that already catch those
-keep working; nothing here is an ``assert`` (``python -O`` would strip it).
+keep working; nothing here is an ``assert`` (``python -O`` would strip it). A mistake in the
+deployment (:class:`ConfigurationError`) is never a ``ValueError``, ``TypeError`` or
+``LookupError``: web frameworks read those, raised while resolving a URL, as "not found".
 """
 
 from __future__ import annotations
@@ -9,6 +11,10 @@ from __future__ import annotations
 
 class IdFieldsError(Exception):
     """Base class of every idfields error."""
+
+
+class ConfigurationError(IdFieldsError, RuntimeError):
+    """A setting or secret idfields needs is missing or wrong: the process cannot serve."""
 
 
 class LayoutError(IdFieldsError, ValueError):

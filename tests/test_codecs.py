@@ -26,7 +26,7 @@ from idfields.codecs import (
     encode,
     encode_fixed,
 )
-from idfields.errors import IdFieldsError, ValueOutOfRange
+from idfields.errors import ConfigurationError, IdFieldsError, ValueOutOfRange
 
 values = st.integers(min_value=0, max_value=MAX_VALUE)
 base62_text = st.text(alphabet=ALPHABET, min_size=0, max_size=10)
@@ -316,8 +316,8 @@ def test_hex_and_base64_texts_are_the_same_key() -> None:
     assert [KeyedPermutation(text).encode(42) for text in texts] == [expected] * 4
 
 
-def test_non_bytes_key_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match="bytes or str"):
+def test_non_bytes_key_is_a_key_error() -> None:
+    with pytest.raises(PermutationKeyError, match="bytes or str"):
         KeyedPermutation(12345678901234567890)  # type: ignore[arg-type]
 
 
@@ -355,7 +355,7 @@ def test_key_never_shown() -> None:
         lambda: KeyedPermutation(key, bits=99),
         lambda: KeyedPermutation(key[:60]),
     ):
-        with pytest.raises((ValueError, TypeError)) as caught:
+        with pytest.raises((IdFieldsError, ValueError, TypeError)) as caught:
             call()
         texts.append(str(caught.value))
     for text in texts:
@@ -383,7 +383,9 @@ def test_copies_share_the_immutable_instance() -> None:
     assert copy.deepcopy({"p": permutation})["p"] is permutation
 
 
-def test_permutation_errors_are_value_errors() -> None:
+def test_permutation_errors_are_configuration_errors() -> None:
+    """Not ValueError: Django's URL resolver and DRF would answer a wrong key with 404."""
     assert issubclass(PermutationKeyError, PermutationError)
-    assert issubclass(PermutationError, ValueError)
-    assert issubclass(PermutationError, IdFieldsError)
+    assert issubclass(PermutationError, ConfigurationError)
+    assert issubclass(ConfigurationError, IdFieldsError)
+    assert not issubclass(PermutationError, ValueError | TypeError | LookupError)

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from idfields.errors import IdFieldsError
+from idfields.errors import ConfigurationError
 
 MIN_KEY_BYTES = 32
 """Shortest key accepted: 256 random bits."""
@@ -52,8 +52,11 @@ KEY_HINT = (
 )
 
 
-class PermutationError(IdFieldsError, ValueError):
-    """A keyed permutation cannot be built with the arguments given."""
+class PermutationError(ConfigurationError):
+    """A keyed permutation cannot be built with the arguments given.
+
+    Not a ``ValueError``: a bad key in production must fail the request loudly, where Django's
+    URL resolver and DRF would answer a ``ValueError`` with 404."""
 
 
 class PermutationKeyError(PermutationError):
@@ -108,7 +111,9 @@ def _parse(key: object, name: str) -> bytes:
     elif isinstance(key, bytes):
         raw, words = key, False
     else:
-        raise TypeError(f"{name} must be bytes or str, not {type(key).__name__}; {KEY_HINT}")
+        raise PermutationKeyError(
+            f"{name} must be bytes or str, not {type(key).__name__}; {KEY_HINT}"
+        )
     problem = _weakness(raw) or ("is letters of one case only, like words" if words else None)
     if problem is not None:
         raise PermutationKeyError(f"{name} {problem}; {KEY_HINT}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
 
 
 class IdFieldsConfig(AppConfig):
@@ -22,6 +23,9 @@ class IdFieldsConfig(AppConfig):
             widening,
         )
 
+        problem = public.key_problem()
+        if problem is not None:  # every server fails at start, not at the first public ID
+            raise ImproperlyConfigured(f"(idfields.E009) {problem}")
         lifecycle.install()
         bulk.install()
         widening.widen_id_holding_columns()

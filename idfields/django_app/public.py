@@ -125,34 +125,58 @@ def _forget(*, setting: str, **kwargs: Any) -> None:
 def check_permutation_key(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
-    """``idfields.E009``: a weak, short or clashing key; ``idfields.E010``: models use
-    ``PublicId`` and no key is set. The key itself is never part of a message."""
-    keys = get_settings().permutation_key
-    if not keys:
-        users = [model._meta.label for model in apps.get_models() if _public_id_of(model)]
-        if not users:
-            return []
+    """``idfields.E009``: a weak, short, clashing or comma-joined key; ``idfields.E010``: models
+    use ``PublicId`` and no key is set. The key itself is never part of a message."""
+    problem = key_problem()
+    if problem is not None:
         return [
             Error(
-                f"{', '.join(users)} show public IDs but IDFIELDS['PERMUTATION_KEY'] is not set.",
-                hint=f"Set it from the environment, never from source code; {KEY_HINT}.",
-                obj="the IDFIELDS setting",
-                id="idfields.E010",
-            )
-        ]
-    try:
-        PublicIds(keys, label="idfields.check")
-    except (PermutationKeyError, TypeError) as error:
-        return [
-            Error(
-                f"IDFIELDS['PERMUTATION_KEY']: {error}",
+                problem,
                 hint="Public IDs made with a guessable key can be reversed offline, which "
                 "reveals row counts and creation times.",
                 obj="the IDFIELDS setting",
                 id="idfields.E009",
             )
         ]
-    return []
+    if get_settings().permutation_key:
+        return []
+    users = [model._meta.label for model in apps.get_models() if _public_id_of(model)]
+    if not users:
+        return []
+    return [
+        Error(
+            f"{', '.join(users)} show public IDs but IDFIELDS['PERMUTATION_KEY'] is not set.",
+            hint=f"Set it from the environment, never from source code; {KEY_HINT}.",
+            obj="the IDFIELDS setting",
+            id="idfields.E010",
+        )
+    ]
+
+
+def key_problem() -> str | None:
+    """What is wrong with ``IDFIELDS["PERMUTATION_KEY"]`` (None when it is good or unset).
+
+    The app refuses to start on it (``IdFieldsConfig.ready``): at run time a bad key would fail
+    every public ID, and gunicorn and uwsgi run no system checks."""
+    keys = get_settings().permutation_key
+    if isinstance(keys, str) and "," in keys:
+        return (
+            "IDFIELDS['PERMUTATION_KEY'] is one string with commas (the 'new,old' form of "
+            "the IDFIELDS_PERMUTATION_KEY variable); Django takes a list of keys, newest first: "
+            "os.environ['IDFIELDS_PERMUTATION_KEY'].split(',')"
+        )
+    if not keys:
+        return None
+    try:
+        PublicIds(keys, label="idfields.check")
+    except PermutationKeyError as error:
+        return (
+            f"IDFIELDS['PERMUTATION_KEY']: {error}; several keys (rotation) go in a list, "
+            "newest first"
+        )
+    finally:
+        del keys  # not in this frame's locals when a weak key raises (Django's debug page)
+    return None
 
 
 class PublicIdLookup(Exact):

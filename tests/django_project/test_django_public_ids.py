@@ -12,10 +12,13 @@ from django.core import checks
 from django.db.models import Model
 from django.test import Client, override_settings
 from django.urls import reverse
+from rest_framework import serializers
 
-from idfields.codecs import PublicIds, _checked
+from idfields import IdFieldsError
+from idfields.codecs import PermutationError, PermutationKeyError, PublicIds, _checked
 from idfields.django_app.forms import PublicIdFormField
 from idfields.django_app.public import check_permutation_key, public_ids_for
+from idfields.django_app.rest import PublicIdField, PublicIdRelatedField
 from tests.django_project.conftest import ALIASES
 from tests.django_project.testapp.models import Author, Book, Tag
 
@@ -223,3 +226,52 @@ def test_the_first_id_error_does_not_print_a_wrong_typed_key() -> None:
         Author.objects.create(name="never")
     assert "12345678901234567890" not in str(caught.value)
     assert "PERMUTATION_KEY'] = <hidden> (int)" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    "key", [KEY[:40], f"{NEW_KEY},{KEY}"], ids=["truncated", "comma-joined rotation"]
+)
+def test_a_wrong_key_at_run_time_is_an_error_not_a_404(client: Client, key: str) -> None:
+    author = Author.objects.create(name="loud")
+    text = author.public_id
+    with override_settings(IDFIELDS={"NODE_SOURCE": "development", "PERMUTATION_KEY": key}):
+        for url in (f"/api/authors/{text}/", f"/authors/{text}/", f"/by-text/authors/{text}/"):
+            with pytest.raises(PermutationKeyError):
+                client.get(url)
+    assert client.get(f"/api/authors/{typo(text)}/").status_code == 404
+
+
+def test_key_errors_are_not_read_as_not_found() -> None:
+    for error in (PermutationKeyError, PermutationError):
+        assert issubclass(error, IdFieldsError)
+        assert not issubclass(error, ValueError | TypeError | LookupError)
+
+
+class BookReadSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    """Related fields without a queryset: the model comes from ``Meta.model``."""
+
+    id = PublicIdField(source="pk", read_only=True)
+    author = PublicIdRelatedField(read_only=True)
+    tags = PublicIdRelatedField(read_only=True, many=True)
+
+    class Meta:
+        model = Book
+        fields = ["id", "author", "tags", "title"]
+
+
+def test_read_only_related_fields_show_public_ids() -> None:
+    author = Author.objects.create(name="ro")
+    book = Book.objects.create(author=author, title="ro")
+    tag = Tag.objects.create(label="ro-tag")
+    book.tags.add(tag)
+    data = BookReadSerializer(Book.objects.get(pk=book.pk)).data
+    assert data == {
+        "id": book_public_id(book),
+        "author": author.public_id,
+        "tags": [tag.public_id],
+        "title": "ro",
+    }
+
+
+def book_public_id(book: Book) -> str:
+    return public_ids_for(Book).encode(book.pk)

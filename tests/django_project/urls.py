@@ -13,6 +13,9 @@ register_converter(public_id_converter(Author), "author")
 router = SimpleRouter()
 router.register("authors", views.AuthorViewSet)
 router.register("books", views.BookViewSet)
+router.register("linked/authors", views.LinkedAuthorViewSet, basename="linked-author")
+router.register("linked/books", views.LinkedBookViewSet, basename="linked-book")
+router.register("author-pages", views.AuthorPageViewSet, basename="author-page")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

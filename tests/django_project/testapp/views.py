@@ -6,7 +6,13 @@ from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from rest_framework import serializers, viewsets
 
-from idfields.django_app.rest import PublicIdField, PublicIdRelatedField
+from idfields.django_app.rest import (
+    PublicIdCursorPagination,
+    PublicIdField,
+    PublicIdHyperlinkedModelSerializer,
+    PublicIdLookupMixin,
+    PublicIdRelatedField,
+)
 from tests.django_project.testapp.models import Author, Book
 
 
@@ -53,3 +59,43 @@ class AuthorViewSet(PublicLookup, viewsets.ModelViewSet):  # type: ignore[type-a
 class BookViewSet(PublicLookup, viewsets.ModelViewSet):  # type: ignore[type-arg]
     queryset = Book.objects.order_by("pk")
     serializer_class = BookSerializer
+
+
+class LinkedAuthorSerializer(PublicIdHyperlinkedModelSerializer):
+    class Meta:
+        model = Author
+        fields = ["url", "name", "books"]
+        extra_kwargs = {
+            "url": {"view_name": "linked-author-detail"},
+            "books": {"view_name": "linked-book-detail", "read_only": True},
+        }
+
+
+class LinkedBookSerializer(PublicIdHyperlinkedModelSerializer):
+    class Meta:
+        model = Book
+        fields = ["url", "author", "title"]
+        extra_kwargs = {
+            "url": {"view_name": "linked-book-detail"},
+            "author": {"view_name": "linked-author-detail"},
+        }
+
+
+class LinkedAuthorViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    queryset = Author.objects.order_by("pk")
+    serializer_class = LinkedAuthorSerializer
+
+
+class LinkedBookViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
+    queryset = Book.objects.order_by("pk")
+    serializer_class = LinkedBookSerializer
+
+
+class Pages(PublicIdCursorPagination):
+    page_size = 2
+
+
+class AuthorPageViewSet(PublicIdLookupMixin, viewsets.ReadOnlyModelViewSet):  # type: ignore[type-arg]
+    queryset = Author.objects.all()
+    serializer_class = AuthorSerializer
+    pagination_class = Pages
