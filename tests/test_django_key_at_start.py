@@ -21,6 +21,7 @@ import pytest
 from idfields.codecs import generate_key
 
 pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parent.parent
 
 SETTINGS = """\
 import os
@@ -62,7 +63,7 @@ def env(key: str) -> dict[str, str]:
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "site_settings",
         "IDFIELDS_PERMUTATION_KEY": key,
-        "PYTHONPATH": "",
+        "PYTHONPATH": str(ROOT),  # this checkout's idfields
     }
 
 
