@@ -55,10 +55,16 @@ def holder_rows(leases: Sequence[LeaseInfo]) -> list[tuple[str, ...]]:
     return rows
 
 
-def holder_table(leases: Sequence[LeaseInfo]) -> str:
-    """:func:`holder_rows` under :data:`HEADERS`, aligned for people; one line when empty."""
+def holder_table(leases: Sequence[LeaseInfo], *, released: bool = False) -> str:
+    """:func:`holder_rows` under :data:`HEADERS`, aligned for people; one line when empty.
+
+    Released rows (one per node any process ever held and gave back) outnumber the rest in a
+    long-lived fleet, so they are counted, not listed, unless ``released``."""
     rows = holder_rows(leases)
-    return table(HEADERS, rows, right=frozenset()) if rows else "no node leases"
+    shown = rows if released else [row for row in rows if row[-1] != "released"]
+    text = table(HEADERS, shown, right=frozenset()) if shown else "no node leases held"
+    hidden = len(rows) - len(shown)
+    return f"{text}\n{hidden} released leases not shown (--all lists them)" if hidden else text
 
 
 @dataclass(frozen=True)

@@ -92,6 +92,11 @@ def _public_id_of(model: type[Model]) -> PublicId | None:
     return None
 
 
+def models_with_public_ids() -> list[type[Model]]:
+    """The installed models that show a ``PublicId``."""
+    return [model for model in apps.get_models() if _public_id_of(model)]
+
+
 def public_ids_for(model: type[Model]) -> PublicIds:
     """The codec of ``model`` (built once per settings; a weak key raises, naming the fix)."""
     label = label_of(model)
@@ -140,7 +145,7 @@ def check_permutation_key(
         ]
     if get_settings().permutation_key:
         return []
-    users = [model._meta.label for model in apps.get_models() if _public_id_of(model)]
+    users = [model._meta.label for model in models_with_public_ids()]
     if not users:
         return []
     return [

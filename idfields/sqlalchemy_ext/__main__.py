@@ -25,13 +25,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "url", help="SQLAlchemy URL of the database holding the idfields tables (async too)"
     )
     nodes.add_argument("--layout", action="append", help="a built-in or registered layout name")
+    nodes.add_argument("--all", action="store_true", help="list released leases too")
     nodes.add_argument("--ttl", type=float, default=60.0, help="the fleet's lease ttl (seconds)")
     args = parser.parse_args(argv)
     try:
         layouts = [get_layout(name) for name in args.layout or ["snowflake"]]
         db = SQLAlchemyDatabase(create_engine(sync_url(args.url)))
         leases = list_leases(db, layouts[0].lease_key if args.layout else None)
-        print(holder_table(leases), end="\n\n")
+        print(holder_table(leases, released=args.all), end="\n\n")
         for layout in layouts:
             print(room_line(db, layout, args.ttl))
     except (IdFieldsError, KeyError, ValueError, SQLAlchemyError) as error:

@@ -1,4 +1,5 @@
-"""``idfields_inspect`` takes an ID apart; ``idfields_report`` lists each layout in use."""
+"""``idfields_inspect`` takes an ID (or a public ID) apart; ``idfields_report`` lists each layout in
+use; ``idfields_nodes`` lists who holds which node."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from idfields.django_app.conf import get_settings
 from idfields.layouts import get_layout
+from idfields.django_app.sources import coordination_database
 from tests.django_project.testapp.models import Author
 
 
@@ -68,3 +70,34 @@ def test_launch_says_what_it_recorded() -> None:
     launch = int(text.split()[1])
     assert text.startswith(f"launch {launch} recorded for 'v1.2.3'")
     assert f"IDFIELDS_LAUNCH_ID={launch}" in text
+
+
+@pytest.mark.django_db
+def test_inspect_takes_a_public_id() -> None:
+    author = Author.objects.create(name="p")
+    text = author.public_id
+    by_public = json.loads(run("idfields_inspect", text, "--model", "testapp.Author", "--json"))
+    assert by_public == json.loads(run("idfields_inspect", str(author.pk), "--json"))
+    typo = text[:-1] + ("x" if text[-1] != "x" else "y")
+    with pytest.raises(CommandError, match="check character"):
+        run("idfields_inspect", typo, "--model", "testapp.Author")
+    with pytest.raises(CommandError, match=r"name its model with --model, one of .*Author"):
+        run("idfields_inspect", text)  # several models of the project show public IDs
+
+
+@pytest.mark.django_db
+def test_nodes_hide_released_leases_unless_all() -> None:
+    Author.objects.create(name="n")  # this process holds a live snowflake lease
+    db = coordination_database(None)  # the commands read committed rows on their own connection
+    insert = "INSERT INTO idfields_node_lease (layout, node, holder, acquired_at_ms, expires_at_ms)"
+    for node in range(5):
+        db.execute(insert + " VALUES ('listing_test', %s, '', 1, 2)", [node])
+    try:
+        default = run("idfields_nodes")
+        everything = run("idfields_nodes", "--all")
+    finally:
+        db.execute("DELETE FROM idfields_node_lease WHERE layout = 'listing_test'")
+    assert not any(line.endswith("released") for line in default.splitlines())
+    assert "5 released leases not shown (--all lists them)" in default
+    assert " live" in default
+    assert sum(line.endswith("released") for line in everything.splitlines()) >= 5

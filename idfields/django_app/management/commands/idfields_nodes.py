@@ -23,8 +23,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--layout", help="only this layout (its name in the settings)")
         parser.add_argument("--database", help="alias holding the idfields tables")
+        parser.add_argument(
+            "--all", action="store_true", dest="released", help="list released leases too"
+        )
 
-    def handle(self, *args: Any, layout: str | None, database: str | None, **options: Any) -> None:
+    def handle(
+        self, *args: Any, layout: str | None, database: str | None, released: bool, **options: Any
+    ) -> None:
         settings = get_settings()
         names = [layout] if layout else list(dict.fromkeys([settings.layout, *settings.layouts]))
         try:
@@ -33,7 +38,7 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from error
         db = coordination_database(database)
         leases = list_leases(db, layouts[0].lease_key if layout else None)
-        self.stdout.write(holder_table(leases))
+        self.stdout.write(holder_table(leases, released=released))
         self.stdout.write("")
         for resolved in layouts:
             try:
