@@ -23,8 +23,9 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib import admin
+from django.contrib.admin.widgets import ForeignKeyRawIdWidget
 from django.core.exceptions import ImproperlyConfigured
-from django.db.models import Field, Model, QuerySet
+from django.db.models import Field, ForeignKey, Model, QuerySet
 from django.http import HttpRequest
 
 from idfields.codecs import PublicIdError
@@ -87,7 +88,19 @@ def created_from_id(name: str = "pk", *, description: str = "created") -> Column
 
 
 class IdAdminMixin:
-    """Adds the pk's decoded creation time, read-only, to the change page of a ModelAdmin."""
+    """Adds the pk's decoded creation time, read-only, to the change page of a ModelAdmin, and
+    widens ``raw_id_fields`` boxes of foreign keys to ID fields to show a whole ID."""
+
+    def formfield_for_foreignkey(
+        self, db_field: ForeignKey[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> Any:
+        formfield = super().formfield_for_foreignkey(db_field, request, **kwargs)  # type: ignore[misc]
+        widget = getattr(formfield, "widget", None)
+        if isinstance(widget, ForeignKeyRawIdWidget) and id_field_of(db_field) is not None:
+            # The admin's own class for wide keys (forms.css: 20em, as for a UUID), where the
+            # raw-id box's 5em shows 8 of 19 digits; the admin's JavaScript keeps working.
+            widget.attrs.setdefault("class", "vForeignKeyRawIdAdminField vUUIDField")
+        return formfield
 
     def get_readonly_fields(self, request: HttpRequest, obj: Model | None = None) -> ReadonlyFields:
         fields = super().get_readonly_fields(request, obj)  # type: ignore[misc]

@@ -4,12 +4,14 @@ shows the creation time decoded from an ID."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
+from django.contrib import admin
 from django.core.exceptions import ImproperlyConfigured
-from django.test import Client
+from django.test import Client, RequestFactory
 
-from idfields.django_app.admin import created_from_id, creation_time
+from idfields.django_app.admin import IdAdminMixin, created_from_id, creation_time
 from idfields.layouts import MAX_ID, get_layout
 from tests.django_project.testapp.models import Author, Book, Restaurant, Row, Tag
 
@@ -73,3 +75,14 @@ def test_created_time_is_decoded_from_the_id(admin_client: Client) -> None:
     assert "column-created_from_public_id" in listing
     change = admin_client.get(f"/admin/testapp/book/{book.pk}/change/").content.decode()
     assert "Created (from the ID)" in change and str(created.year) in change
+
+
+def test_raw_id_boxes_fit_a_whole_id(rf: RequestFactory, admin_user: Any) -> None:
+    class RawBookAdmin(IdAdminMixin, admin.ModelAdmin):  # type: ignore[type-arg]
+        raw_id_fields = ("author", "tags")
+
+    request = rf.get("/")
+    request.user = admin_user
+    form = RawBookAdmin(Book, admin.site).get_form(request)()
+    # vUUIDField: the admin's own 20em rule (forms.css), room for 19 digits; the default is 5em
+    assert 'class="vForeignKeyRawIdAdminField vUUIDField"' in str(form["author"])
