@@ -4,7 +4,10 @@ A lease must outlive the request that happened to ask for the first ID: a rolled
 must not roll back a lease, and a lease claim must not wait behind the request's locks. So this
 adapter opens its own connection (``connections.create_connection``) per process, shared by the
 process's threads under a lock (claims and renewals are rare), and opens a new one in a forked
-child, never touching the parent's socket.
+child, never touching the parent's socket. Before each use outside a transaction the connection
+is checked with the backend's own ``is_usable()`` (SQLAlchemy's ``pool_pre_ping``): a database
+restart or ``pg_terminate_backend`` leaves it a dead socket, and the first claim after an outage
+must not fail on it (nor the requests of the back-off that would follow).
 
 SQLite lets one writer at a time: a lease written while this thread's own connection to the same
 file is inside a transaction would wait for that very transaction, and fail after the busy
@@ -59,7 +62,7 @@ class DjangoDatabase:
     def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
         self._refuse_inside_sqlite_transaction()
         with self._lock:
-            wrapper = self._connection()
+            wrapper = self._live_connection()
             try:
                 args: list[Any] = list(params)
                 with wrapper.cursor() as cursor:
@@ -89,7 +92,7 @@ class DjangoDatabase:
     def atomic(self) -> Iterator[None]:
         self._refuse_inside_sqlite_transaction()
         with self._lock:
-            wrapper = self._connection()
+            wrapper = self._live_connection()
             wrapper.set_autocommit(False)
             try:
                 yield
@@ -118,6 +121,14 @@ class DjangoDatabase:
         with self._lock:
             if self._wrapper is not None:
                 self._wrapper.close()
+
+    def _live_connection(self) -> BaseDatabaseWrapper:
+        """The connection, replaced first if the server ended its session (not inside
+        ``atomic()``, whose statements must share one session)."""
+        wrapper = self._connection()
+        if wrapper.connection is not None and wrapper.get_autocommit() and not wrapper.is_usable():
+            wrapper.close()  # the next cursor opens a new session
+        return wrapper
 
     def _connection(self) -> BaseDatabaseWrapper:
         if self._wrapper is None:
