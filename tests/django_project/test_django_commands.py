@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from idfields.django_app.conf import get_settings
-from idfields.layouts import get_layout
 from idfields.django_app.sources import coordination_database
+from idfields.layouts import get_layout
 from tests.django_project.testapp.models import Author
 
 
@@ -89,9 +89,12 @@ def test_inspect_takes_a_public_id() -> None:
 def test_nodes_hide_released_leases_unless_all() -> None:
     Author.objects.create(name="n")  # this process holds a live snowflake lease
     db = coordination_database(None)  # the commands read committed rows on their own connection
-    insert = "INSERT INTO idfields_node_lease (layout, node, holder, acquired_at_ms, expires_at_ms)"
     for node in range(5):
-        db.execute(insert + " VALUES ('listing_test', %s, '', 1, 2)", [node])
+        db.execute(
+            "INSERT INTO idfields_node_lease (layout, node, holder, acquired_at_ms, expires_at_ms)"
+            " VALUES ('listing_test', %s, '', 1, 2)",
+            [node],
+        )
     try:
         default = run("idfields_nodes")
         everything = run("idfields_nodes", "--all")

@@ -46,8 +46,9 @@ def test_a_claim_after_the_session_ended_gets_a_node(db: DjangoDatabase) -> None
     source = LeaseSource(db, ttl_s=30)
     layout = get_layout("snowflake")
     first = source.acquire(layout)
-    first.release(0)  # type: ignore[misc]
+    assert first.release is not None
+    first.release(0)
     terminate(db)
     second = source.acquire(layout)  # the next worker's claim after an outage
-    assert "node" in second.values
-    second.release(0)  # type: ignore[misc]
+    assert "node" in second.values and second.release is not None
+    second.release(0)

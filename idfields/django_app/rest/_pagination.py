@@ -28,7 +28,7 @@ class PublicIdCursorPagination(CursorPagination):
     ) -> list[Any] | None:
         self.model = queryset.model
         first = self.get_ordering(request, queryset, view)[0].lstrip("-")
-        if first not in {"pk", self.model._meta.pk.name}:  # type: ignore[union-attr]
+        if first not in {"pk", self.model._meta.pk.name}:
             raise ImproperlyConfigured(
                 f"{type(self).__name__} orders by the primary key, not {first!r}: set "
                 'ordering = "-pk" or "pk"'

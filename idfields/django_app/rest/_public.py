@@ -17,7 +17,7 @@ LOOKUP_URL_KWARG = "public_id"
 """The URL keyword of :class:`PublicIdLookupMixin`, and the one the link fields fill."""
 
 
-class PublicIdField(serializers.Field):  # type: ignore[type-arg]
+class PublicIdField(serializers.Field):
     """A model's pk as its public string; input strings are decoded back to the pk.
 
     ``model`` defaults to the serializer's ``Meta.model``.
@@ -51,7 +51,7 @@ def decode(model: type[Model], data: Any) -> int:
         raise serializers.ValidationError(str(error), code="invalid") from None
 
 
-def target_model(field: serializers.RelatedField) -> type[Model]:  # type: ignore[type-arg]
+def target_model(field: serializers.RelatedField) -> type[Model]:
     """The model a related field points at: ``model=``, its queryset's, or the one its source
     names on the serializer's ``Meta.model`` (read-only fields have no queryset)."""
     explicit: type[Model] | None = getattr(field, "model", None)
@@ -74,7 +74,7 @@ def target_model(field: serializers.RelatedField) -> type[Model]:  # type: ignor
     return model  # type: ignore[no-any-return]
 
 
-class PublicIdRelatedField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]
+class PublicIdRelatedField(serializers.PrimaryKeyRelatedField):
     """A foreign key as the public string of the row it points at (``read_only=True`` too)."""
 
     def __init__(self, model: type[Model] | None = None, **kwargs: Any) -> None:
@@ -103,7 +103,7 @@ class _PublicIdLinks:
     def get_url(self, obj: Any, view_name: str, request: Request, format: str | None) -> Any:
         if obj.pk is None:  # an unsaved object has no URL
             return None
-        model = type(obj) if isinstance(obj, Model) else target_model(self)  # type: ignore[arg-type]
+        model = type(obj) if isinstance(obj, Model) else target_model(self)
         text = public_ids_for(model).encode(int(obj.pk))
         kwargs = {self.lookup_url_kwarg: text}
         return self.reverse(view_name, kwargs=kwargs, request=request, format=format)
@@ -113,18 +113,18 @@ class _PublicIdLinks:
         return queryset.get(pk=decode(queryset.model, view_kwargs[self.lookup_url_kwarg]))  # type: ignore[no-any-return]
 
 
-class PublicIdHyperlinkedRelatedField(_PublicIdLinks, serializers.HyperlinkedRelatedField):  # type: ignore[type-arg]
+class PublicIdHyperlinkedRelatedField(_PublicIdLinks, serializers.HyperlinkedRelatedField):
     """A foreign key as the URL of the related row's detail view, with its public ID."""
 
     def use_pk_only_optimization(self) -> bool:
         return True  # the pk is all a link needs; target_model() knows the model
 
 
-class PublicIdHyperlinkedIdentityField(_PublicIdLinks, serializers.HyperlinkedIdentityField):  # type: ignore[type-arg]
+class PublicIdHyperlinkedIdentityField(_PublicIdLinks, serializers.HyperlinkedIdentityField):
     """The row's own URL (``url``), with its public ID."""
 
 
-class PublicIdHyperlinkedModelSerializer(serializers.HyperlinkedModelSerializer):  # type: ignore[type-arg]
+class PublicIdHyperlinkedModelSerializer(serializers.HyperlinkedModelSerializer):
     """A ``HyperlinkedModelSerializer`` whose ``url`` and relation links carry public IDs."""
 
     serializer_url_field = PublicIdHyperlinkedIdentityField

@@ -28,7 +28,7 @@ class IdField(serializers.IntegerField):
         return _shown(super().to_representation(value))
 
 
-class IdRelatedField(serializers.PrimaryKeyRelatedField):  # type: ignore[type-arg]
+class IdRelatedField(serializers.PrimaryKeyRelatedField):
     """A foreign key by pk; a string when it points at an idfields key and the setting is on."""
 
     def to_representation(self, value: Any) -> Any:
