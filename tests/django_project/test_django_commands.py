@@ -4,6 +4,7 @@ use; ``idfields_nodes`` lists who holds which node."""
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 
 import pytest
@@ -101,6 +102,7 @@ def test_nodes_hide_released_leases_unless_all() -> None:
     finally:
         db.execute("DELETE FROM idfields_node_lease WHERE layout = 'listing_test'")
     assert not any(line.endswith("released") for line in default.splitlines())
-    assert "5 released leases not shown (--all lists them)" in default
+    hidden = re.search(r"^(\d+) released leases not shown \(--all lists them\)$", default, re.M)
+    assert hidden is not None and int(hidden.group(1)) >= 5  # other tests may have released some
     assert " live" in default
     assert sum(line.endswith("released") for line in everything.splitlines()) >= 5
