@@ -61,33 +61,32 @@ class BookViewSet(PublicLookup, viewsets.ModelViewSet):  # type: ignore[type-arg
     serializer_class = BookSerializer
 
 
+def links(own: str, **related: str) -> dict[str, dict[str, str]]:
+    """``extra_kwargs`` naming the detail views of the ``linked/`` routes."""
+    views = {"url": own, **related}
+    return {field: {"view_name": f"linked-{view}-detail"} for field, view in views.items()}
+
+
 class LinkedAuthorSerializer(PublicIdHyperlinkedModelSerializer):
     class Meta:
         model = Author
         fields = ["url", "name", "books"]
-        extra_kwargs = {
-            "url": {"view_name": "linked-author-detail"},
-            "books": {"view_name": "linked-book-detail", "read_only": True},
-        }
+        read_only_fields = ["books"]
+        extra_kwargs = links("author", books="book")
 
 
 class LinkedBookSerializer(PublicIdHyperlinkedModelSerializer):
     class Meta:
         model = Book
         fields = ["url", "author", "title"]
-        extra_kwargs = {
-            "url": {"view_name": "linked-book-detail"},
-            "author": {"view_name": "linked-author-detail"},
-        }
+        extra_kwargs = links("book", author="author")
 
 
-class LinkedAuthorViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
-    queryset = Author.objects.order_by("pk")
+class LinkedAuthorViewSet(AuthorViewSet):
     serializer_class = LinkedAuthorSerializer
 
 
-class LinkedBookViewSet(PublicIdLookupMixin, viewsets.ModelViewSet):  # type: ignore[type-arg]
-    queryset = Book.objects.order_by("pk")
+class LinkedBookViewSet(BookViewSet):
     serializer_class = LinkedBookSerializer
 
 
