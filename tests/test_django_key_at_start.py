@@ -29,16 +29,25 @@ import os
 SECRET_KEY = "x"
 USE_TZ = True
 ALLOWED_HOSTS = ["127.0.0.1"]
-INSTALLED_APPS = ["idfields.django_app"]
+INSTALLED_APPS = ["idfields.django_app", "shop"]
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
 ROOT_URLCONF = "site_urls"
-IDFIELDS = {"PERMUTATION_KEY": os.environ["IDFIELDS_PERMUTATION_KEY"]}
+IDFIELDS = {"PERMUTATION_KEY": os.environ["IDFIELDS_PERMUTATION_KEY"] or None}
 """
 URLS = """\
 from django.http import HttpResponse
 from django.urls import path
 
 urlpatterns = [path("", lambda request: HttpResponse("up"))]
+"""
+MODELS = """\
+from django.db import models
+
+from idfields.django_app.public import PublicId
+
+
+class Order(models.Model):
+    public_id = PublicId()
 """
 WSGI = "from django.core.wsgi import get_wsgi_application\n\napplication = get_wsgi_application()\n"
 MANAGE = "import sys\nfrom django.core.management import execute_from_command_line\n\n"
@@ -53,7 +62,10 @@ def site(tmp_path: Path) -> Path:
         ("site_urls.py", URLS),
         ("site_wsgi.py", WSGI),
         ("manage.py", MANAGE),
+        ("shop/__init__.py", ""),
+        ("shop/models.py", MODELS),
     ]:
+        (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(text)
     return tmp_path
 
@@ -72,8 +84,16 @@ def gunicorn(site: Path, key: str) -> subprocess.Popen[str]:
     return subprocess.Popen(command, cwd=site, env=env(key), stderr=subprocess.PIPE, text=True)
 
 
-@pytest.mark.parametrize("key", [ROTATION, generate_key()[:40]], ids=["new,old", "truncated"])
-def test_gunicorn_refuses_to_boot_with_a_wrong_key(site: Path, key: str) -> None:
+@pytest.mark.parametrize(
+    ("key", "says"),
+    [
+        (ROTATION, "(idfields.E009) IDFIELDS['PERMUTATION_KEY'] is one string with commas"),
+        (generate_key()[:40], "(idfields.E009) IDFIELDS['PERMUTATION_KEY']: permutation key 1"),
+        ("", "(idfields.E010) shop.Order show public IDs but IDFIELDS['PERMUTATION_KEY']"),
+    ],
+    ids=["new,old", "truncated", "unset"],
+)
+def test_gunicorn_refuses_to_boot_with_a_wrong_key(site: Path, key: str, says: str) -> None:
     server = gunicorn(site, key)
     try:
         _, errors = server.communicate(timeout=60)
@@ -83,9 +103,10 @@ def test_gunicorn_refuses_to_boot_with_a_wrong_key(site: Path, key: str) -> None
         pytest.fail("gunicorn kept serving with a wrong permutation key")
     assert server.returncode != 0
     assert "Worker failed to boot" in errors
-    assert "(idfields.E009) IDFIELDS['PERMUTATION_KEY']" in errors
-    assert "list" in errors.rsplit("(idfields.E009)", 1)[1]
-    assert key[:20] not in errors
+    assert says in errors
+    if key:
+        assert "list" in errors.rsplit("(idfields.E009)", 1)[1]
+        assert key[:20] not in errors
 
 
 def test_gunicorn_serves_with_a_good_key(site: Path) -> None:

@@ -23,9 +23,9 @@ class IdFieldsConfig(AppConfig):
             widening,
         )
 
-        problem = public.key_problem()
-        if problem is not None:  # every server fails at start, not at the first public ID
-            raise ImproperlyConfigured(f"(idfields.E009) {problem}")
+        refused = public.check_permutation_key()
+        if refused:  # gunicorn and uwsgi run no system checks: every server stops here
+            raise ImproperlyConfigured(f"({refused[0].id}) {refused[0].msg} {refused[0].hint}")
         lifecycle.install()
         bulk.install()
         widening.widen_id_holding_columns()

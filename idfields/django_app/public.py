@@ -131,8 +131,11 @@ def check_permutation_key(
     app_configs: Sequence[AppConfig] | None = None, **kwargs: Any
 ) -> list[CheckMessage]:
     """``idfields.E009``: a weak, short, clashing or comma-joined key; ``idfields.E010``: models
-    use ``PublicId`` and no key is set. The key itself is never part of a message."""
-    problem = key_problem()
+    use ``PublicId`` and no key is set. The key itself is never part of a message.
+
+    The app also refuses to start on these (``IdFieldsConfig.ready``): at run time they would
+    fail every public ID, and gunicorn and uwsgi run no system checks."""
+    problem = _key_problem()
     if problem is not None:
         return [
             Error(
@@ -158,11 +161,8 @@ def check_permutation_key(
     ]
 
 
-def key_problem() -> str | None:
-    """What is wrong with ``IDFIELDS["PERMUTATION_KEY"]`` (None when it is good or unset).
-
-    The app refuses to start on it (``IdFieldsConfig.ready``): at run time a bad key would fail
-    every public ID, and gunicorn and uwsgi run no system checks."""
+def _key_problem() -> str | None:
+    """What is wrong with ``IDFIELDS["PERMUTATION_KEY"]`` (None when it is good or unset)."""
     keys = get_settings().permutation_key
     if isinstance(keys, str) and "," in keys:
         return (
