@@ -9,11 +9,14 @@ import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, override_settings
 from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.test import APIRequestFactory
 
 from idfields.django_app.public import public_ids_for
-from idfields.django_app.rest import IdFieldsSerializerMixin
+from idfields.django_app.rest import IdFieldsSerializerMixin, PublicIdCursorPagination
 from tests.django_project.conftest import ALIASES
 from tests.django_project.testapp.models import Author, Book, Tag
 
@@ -85,6 +88,17 @@ def test_a_tampered_cursor_is_a_404(client: Client) -> None:
     for position in (str(author.pk), author.public_id.upper()):
         cursor = base64.b64encode(f"p={position}".encode()).decode()
         assert client.get("/api/author-pages/", {"cursor": cursor}).status_code == 404
+    assert client.get(f"/api/author-pages/{author.public_id}/").json()["name"] == "cursor"
+    assert client.get(f"/api/author-pages/{author.pk}/").status_code == 404
+
+
+def test_cursor_pages_order_by_the_pk_only() -> None:
+    class ByName(PublicIdCursorPagination):
+        ordering = "name"
+
+    request = Request(APIRequestFactory().get("/"))
+    with pytest.raises(ImproperlyConfigured, match=r"primary key, not 'name'.*ordering = \"-pk\""):
+        ByName().paginate_queryset(Author.objects.all(), request)
 
 
 class BookNumbers(IdFieldsSerializerMixin, serializers.ModelSerializer):  # type: ignore[type-arg]
