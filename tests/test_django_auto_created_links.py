@@ -95,3 +95,60 @@ def use_links(path: Path) -> str:
 def test_link_rows_of_contrib_auth_and_a_pinned_app_are_kept(project: Path) -> None:
     steps(project, ("migrate",), ("check", "--database", "default"))
     assert use_links(project) == ALL_KEPT
+
+
+PLAIN_BIGINT_KEY = """\
+from idfields.django_app.fields import SnowflakeAutoField
+
+
+class PlainBigintKey(SnowflakeAutoField):
+    \"\"\"The key column as a plain bigint (no identity), as databases migrated so far have it.\"\"\"
+
+    def get_internal_type(self):
+        return "BigAutoField" if self.keeps_migration_log else "BigIntegerField"
+"""
+
+KEEP_LINKS = """\
+from django.contrib.auth.models import Group, User
+from shop.models import Order, Tag
+
+user = User.objects.create_user("grace")
+User.groups.through.objects.create(id=7, user=user, group=Group.objects.create(name="kept"))
+tag = Tag.objects.create(name="kept")
+Tag.orders.through.objects.create(id=9, tag=tag, order=Order.objects.create(note="kept"))
+"""
+KEPT = (
+    "from django.contrib.auth.models import User; from shop.models import Tag; "
+    "print(sorted(User.groups.through.objects.values_list('id', flat=True)), "
+    "sorted(Tag.orders.through.objects.values_list('id', flat=True)))"
+)
+
+
+def test_a_database_migrated_with_plain_bigint_link_keys_is_found_and_repaired(
+    project: Path,
+) -> None:
+    (project / "shop" / "oldkey.py").write_text(PLAIN_BIGINT_KEY)
+    settings = project / "settings.py"
+    ours = "idfields.django_app.fields.SnowflakeAutoField"
+    settings.write_text(settings.read_text().replace(ours, "shop.oldkey.PlainBigintKey"))
+    steps(project, ("migrate",))
+    settings.write_text(settings.read_text().replace("shop.oldkey.PlainBigintKey", ours))
+    steps(project, ("shell", "-c", KEEP_LINKS))
+
+    assert manage(project, "check").returncode == 0  # no database read: nothing to say
+    check = manage(project, "check", "--database", "default")
+    assert check.returncode != 0, check.stdout
+    for table in ("auth_user_groups", "auth_user_user_permissions", "auth_group_permissions"):
+        assert f"default:{table}: (idfields.E050)" in check.stderr, check.stderr
+    assert "default:shop_tag_orders: (idfields.E050)" in check.stderr, check.stderr
+    assert "idfields_repair_keys --database default" in check.stderr, check.stderr
+
+    repaired = manage(project, "idfields_repair_keys")
+    assert repaired.returncode == 0, repaired.stderr
+    assert "repaired auth_user_groups (auth.User_groups)" in repaired.stdout, repaired.stdout
+    steps(project, ("check", "--database", "default"))
+    kept = manage(project, "shell", "-c", KEPT)
+    assert kept.stdout.strip().splitlines()[-1] == "[7] [9]", kept.stderr
+    assert use_links(project) == ALL_KEPT
+    again = manage(project, "idfields_repair_keys")
+    assert "every key of database 'default' is filled" in again.stdout, again.stdout

@@ -19,6 +19,7 @@ class IdFieldsConfig(AppConfig):
             checks,
             key_checks,
             lifecycle,
+            link_keys,
             public,
             widening,
         )

@@ -1,12 +1,14 @@
 """Model fields holding k-sorted IDs, assigned in Python before the INSERT (or by PostgreSQL).
 
-Two families, both plain ``bigint`` columns (foreign keys to them are ``bigint`` too):
+Two families, both ``bigint`` columns (foreign keys to them are ``bigint`` too):
 
 - ``*AutoField``: primary keys and ``DEFAULT_AUTO_FIELD`` drop-ins. They subclass
-  ``BigAutoField`` (Django accepts nothing else as DEFAULT_AUTO_FIELD) but create no identity or
-  sequence: ``get_pk_value_on_save`` hands Django the next ID, so ``save()``, ``create()``,
-  ``bulk_create()`` (on every backend, with or without RETURNING), ``get_or_create()``, parents of
-  multi-table inheritance and M2M through rows all know their pk before the INSERT, and no
+  ``BigAutoField`` (Django accepts nothing else as DEFAULT_AUTO_FIELD) and keep its column (an
+  identity, AUTO_INCREMENT or SQLite rowid, which fills a row inserted without an id, as Django
+  does for the link tables of an app pinning ``AutoField``), yet every row Django saves through
+  them carries its ID: ``get_pk_value_on_save`` hands Django the next ID, so ``save()``,
+  ``create()``, ``bulk_create()`` (on every backend, with or without RETURNING),
+  ``get_or_create()``, parents of multi-table inheritance and M2M through rows all know their pk before the INSERT, and no
   RETURNING clause is needed. When the pk is one we just made, ``has_default()`` tells Django's
   ``_save_table`` so and it skips the UPDATE it otherwise tries first: saving a new object is
   exactly one query. A pk the caller set is BigAutoField's case: UPDATE first, INSERT if no row
@@ -400,10 +402,14 @@ class KSortedIdField(KSortedFieldMixin, _BigIntegerField[_ST, _GT]):
 class KSortedAutoField(KSortedFieldMixin, _BigAutoField[_ST, _GT]):  # type: ignore[misc,override]
     """A k-sorted primary key; ``DEFAULT_AUTO_FIELD = "idfields.django_app.fields.X"``."""
 
+    # The column is BigAutoField's (identity, AUTO_INCREMENT, SQLite's rowid) and we give every
+    # row its id: a table rendered from the migration state (no AppConfig, so DEFAULT_AUTO_FIELD)
+    # and used at run time through an AppConfig pinning AutoField (contrib.auth's link tables)
+    # has its rows inserted without an id, and the database must fill it.
+
     def get_internal_type(self) -> str:
-        if self.keeps_migration_log:
-            return "BigAutoField"
-        return "BigIntegerField"  # a plain bigint: no identity, no sequence, no AUTO_INCREMENT
+        # generation="db": the column's DEFAULT is idfields.next_*(), which excludes an identity.
+        return "BigIntegerField" if self.generation == DB else "BigAutoField"
 
     def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:
         return BigIntegerField().db_type(connection=connection)
