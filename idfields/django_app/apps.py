@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models.signals import post_save, pre_save
 
 
 class IdFieldsConfig(AppConfig):
@@ -17,6 +18,7 @@ class IdFieldsConfig(AppConfig):
         from idfields.django_app import (  # noqa: F401 - checks register
             bulk,
             checks,
+            fields,
             key_checks,
             lifecycle,
             link_keys,
@@ -27,6 +29,9 @@ class IdFieldsConfig(AppConfig):
         refused = public.check_permutation_key()
         if refused:  # gunicorn and uwsgi run no system checks: every server stops here
             raise ImproperlyConfigured(f"({refused[0].id}) {refused[0].msg} {refused[0].hint}")
+        # has_default() of our keys answers for the instance these name (fields.note_save).
+        pre_save.connect(fields.note_save, dispatch_uid="idfields.note_save")
+        post_save.connect(fields.note_saved, dispatch_uid="idfields.note_saved")
         lifecycle.install()
         bulk.install()
         widening.widen_id_holding_columns()

@@ -8,11 +8,13 @@ Two families, both ``bigint`` columns (foreign keys to them are ``bigint`` too):
   does for the link tables of an app pinning ``AutoField``), yet every row Django saves through
   them carries its ID: ``get_pk_value_on_save`` hands Django the next ID, so ``save()``,
   ``create()``, ``bulk_create()`` (on every backend, with or without RETURNING),
-  ``get_or_create()``, parents of multi-table inheritance and M2M through rows all know their pk before the INSERT, and no
-  RETURNING clause is needed. When the pk is one we just made, ``has_default()`` tells Django's
+  ``get_or_create()``, parents of multi-table inheritance and M2M through rows all know their
+  pk before the INSERT, and no RETURNING clause is needed. While the pk is one we made for the
+  instance being saved (named by the ``pre_save`` signal), ``has_default()`` tells Django's
   ``_save_table`` so and it skips the UPDATE it otherwise tries first: saving a new object is
-  exactly one query. A pk the caller set is BigAutoField's case: UPDATE first, INSERT if no row
-  matched (``Place(pk=existing.pk).save()``, ``Restaurant(place_ptr=place).save()``).
+  exactly one query, and so is a retry after a save that failed before its row was written. A
+  pk the caller set is BigAutoField's case: UPDATE first, INSERT if no row matched
+  (``Place(pk=existing.pk).save()``, ``Restaurant(place_ptr=place).save()``).
 - ``*IdField``: any other column (or an explicit ``primary_key=True``); a blank value is filled
   in ``pre_save`` on insert, so forms may leave it empty.
 
@@ -28,7 +30,8 @@ through RETURNING.
 
 from __future__ import annotations
 
-import sys
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from django import forms
@@ -88,21 +91,24 @@ else:
         pass
 
 
-GENERATED_PK = "idfields_generated_pk"  # ModelState key: the pk value we made for this instance
-_SAVE_TABLE = vars(Model)["_save_table"].__code__
+GENERATED_PK = "idfields_generated_pk"  # ModelState key: the pk we made, not inserted yet
+_saving = threading.local()  # .instance: a weak reference to the instance this thread saves
+
+
+def note_save(*, instance: Model, **kwargs: Any) -> None:
+    """``pre_save`` receiver: the instance whose ``_save_table`` may ask ``has_default()``."""
+    _saving.instance = weakref.ref(instance)
 
 
 def _instance_being_saved() -> Model | None:
-    """The ``self`` of the ``Model._save_table`` call that asks, if one does (2 or 3 frames up)."""
-    frame = sys._getframe(2)
-    for _ in range(3):
-        if frame.f_code is _SAVE_TABLE:
-            instance = frame.f_locals.get("self")
-            return instance if isinstance(instance, Model) else None
-        if frame.f_back is None:
-            return None
-        frame = frame.f_back
-    return None
+    ref = getattr(_saving, "instance", None)
+    return ref() if ref is not None else None
+
+
+def note_saved(*, instance: Model, **kwargs: Any) -> None:
+    """``post_save`` receiver: the ID we made is the row's now, no longer a new object's."""
+    vars(instance._state).pop(GENERATED_PK, None)
+    _saving.instance = None
 
 
 class NextId(Func):
@@ -210,24 +216,29 @@ class KSortedFieldMixin:
         return value
 
     def has_default(self) -> bool:
-        """True only where ``Model._save_table`` asks about an instance whose pk we just made.
+        """True while the instance being saved holds a pk we made and no row has yet.
 
         Django skips its UPDATE-first probe for a new instance whose pk "has a default"; that is
-        right for our own IDs (no row can have them yet) and wrong for a pk the caller chose.
-        The method takes no instance, so the instance is the caller's ``self`` (the force-insert
-        test is a generator expression inside ``_save_table``). Anywhere else, and should a
-        Django version save differently, the answer is BigAutoField's (no default): at worst one
-        UPDATE more, never an INSERT over an existing row.
+        right for our own IDs (no row can have them yet, even when an earlier attempt failed
+        before its INSERT) and wrong for a pk the caller chose. The method takes no instance:
+        the ``pre_save`` signal names it (``note_save``). Without that signal (the idfields app
+        not installed) the answer is BigAutoField's: one UPDATE more, never an INSERT over an
+        existing row.
         """
         instance = _instance_being_saved()
-        if instance is None:
+        if not self.primary_key or not isinstance(instance, self.model):
             return False
-        # Asked once per save: the marker is spent, so a later save of the same instance
-        # (``_state.adding = True`` again, Django's copy recipe) is BigAutoField's case.
-        return vars(instance._state).pop(GENERATED_PK, None) is getattr(instance, self.attname)
+        marker = vars(instance._state).get(GENERATED_PK)
+        return instance._state.adding and marker is getattr(instance, self.attname)
+
+    def get_default(self) -> Any:
+        # A new object has no pk until it is saved (has_default() speaks for one save only).
+        if self.primary_key and self.generation == APP:
+            return None
+        return super().get_default()  # type: ignore[misc]
 
     def pre_save(self, model_instance: Model, add: bool) -> Any:
-        if add:  # the INSERT of a save that did not ask has_default (force_insert, bulk_create)
+        if add and model_instance is not _instance_being_saved():  # bulk_create: no post_save
             vars(model_instance._state).pop(GENERATED_PK, None)
         value = getattr(model_instance, self.attname)
         if value is None and add and self.generation == APP:
@@ -415,8 +426,8 @@ class KSortedAutoField(KSortedFieldMixin, _BigAutoField[_ST, _GT]):  # type: ign
         return BigIntegerField().db_type(connection=connection)
 
     def get_default(self) -> Any:
-        # A new object has no pk until it is saved: the ID is made then (or, generation="db",
-        # omitted from the INSERT and read back by RETURNING). Called for every Model(...).
+        # The ID is made when the object is saved (or, generation="db", omitted from the INSERT
+        # and read back by RETURNING). Called for every Model(...).
         return None
 
 

@@ -387,3 +387,25 @@ def test_bulk_create_update_conflicts_gives_the_updated_rows_pk(alias: str) -> N
         assert updated.pk == existing.pk
     else:  # MariaDB: no unique_fields, so which row was updated is unknown, as under BigAutoField
         assert updated.pk is None
+
+
+def test_a_save_that_fails_before_its_insert_is_retried_as_with_bigautofield(alias: str) -> None:
+    """Django refuses an F() expression on an unsaved object before any query; the retry must
+    do the same (BigAutoField's pk is still None, so no UPDATE is tried inside the transaction
+    that the first failure marked for rollback)."""
+    from django.db import transaction
+    from django.db.models import F
+
+    ledger = Ledger(amount=F("amount") + 1)
+    with transaction.atomic(using=alias):
+        for _ in range(2):
+            with (
+                CaptureQueriesContext(connections[alias]) as queries,
+                pytest.raises(ValueError, match="F\\(\\) expressions can only be used to upd"),
+            ):
+                ledger.save(using=alias)
+            assert len(queries) == 0
+    ledger.amount = 3
+    assert statements(alias, lambda: ledger.save(using=alias)) == ["INSERT"]
+    assert Ledger.objects.using(alias).get(pk=ledger.pk).amount == 3
+    assert statements(alias, lambda: ledger.save(using=alias)) == ["UPDATE"]
