@@ -10,8 +10,8 @@ such a model it answers as ``BigAutoField`` does:
   rows went in), so every instance we numbered gets ``pk = None`` back; no query is added.
 - ``update_conflicts``: BigAutoField reads each row's pk back (RETURNING, PostgreSQL); here one
   SELECT per 500 instances asks which of our IDs are rows, and an instance whose ID is not takes
-  the pk of the row it updated, matched on its ``unique_fields`` (None without them, as on
-  MariaDB/MySQL, where BigAutoField gives None too).
+  the pk of the row it updated, matched on its ``unique_fields`` (MariaDB/MySQL take none: on
+  each unique key of the model, in turn; MariaDB's RETURNING gives BigAutoField that row's pk).
 
 Other models and calls go straight to Django's method.
 """
@@ -84,8 +84,25 @@ def settle(queryset: QuerySet[Any], fresh: list[Model], unique_fields: list[str]
     missed = [obj for obj in fresh if obj.pk not in rows]
     for obj in missed:
         obj.pk = None
-    if missed and unique_fields:
-        _adopt(manager, missed, unique_fields)
+    # Without unique_fields (MariaDB/MySQL take none), the row met may be on any unique key.
+    for names in [unique_fields] if unique_fields else unique_sets(queryset.model):
+        missed = [obj for obj in missed if obj.pk is None]
+        if missed:
+            _adopt(manager, missed, names)
+
+
+def unique_sets(model: type[Model]) -> list[list[str]]:
+    """The field names of each of the model's unique keys but its pk, as declared."""
+    opts = model._meta
+    return [
+        *(
+            [field.name]
+            for field in opts.local_concrete_fields
+            if field.unique and not field.primary_key
+        ),
+        *(list(names) for names in opts.unique_together),
+        *(list(constraint.fields) for constraint in opts.total_unique_constraints),
+    ]
 
 
 def _adopt(manager: Any, missed: list[Model], unique_fields: list[str]) -> None:

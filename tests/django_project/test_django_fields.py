@@ -373,7 +373,8 @@ def test_bulk_create_ignore_conflicts_leaves_no_pk_no_row_has(alias: str) -> Non
 
 def test_bulk_create_update_conflicts_gives_the_updated_rows_pk(alias: str) -> None:
     """With ``update_conflicts`` an instance that updated a row takes that row's pk (what
-    BigAutoField reads back by RETURNING on PostgreSQL), never an ID no row has."""
+    BigAutoField reads back by RETURNING on PostgreSQL and MariaDB, where no ``unique_fields``
+    are given: the row met on any of the model's unique keys), never an ID no row has."""
     connection = connections[alias]
     existing = Tag.objects.using(alias).create(label="taken")
     updated, added = Tag(label="taken"), Tag(label="free")
@@ -383,10 +384,7 @@ def test_bulk_create_update_conflicts_gives_the_updated_rows_pk(alias: str) -> N
     Tag.objects.using(alias).bulk_create([updated, added], **options)
     present = set(Tag.objects.using(alias).values_list("pk", flat=True))
     assert present == {existing.pk, added.pk}
-    if connection.features.supports_update_conflicts_with_target:
-        assert updated.pk == existing.pk
-    else:  # MariaDB: no unique_fields, so which row was updated is unknown, as under BigAutoField
-        assert updated.pk is None
+    assert updated.pk == existing.pk
 
 
 def test_a_save_that_fails_before_its_insert_is_retried_as_with_bigautofield(alias: str) -> None:
