@@ -102,7 +102,7 @@ from idfields.django_app.fields import SnowflakeAutoField
 
 
 class PlainBigintKey(SnowflakeAutoField):
-    \"\"\"The key column as a plain bigint (no identity), as databases migrated so far have it.\"\"\"
+    \"\"\"Our key as a plain bigint column (no identity): how the link tables stay broken.\"\"\"
 
     def get_internal_type(self):
         return "BigAutoField" if self.keeps_migration_log else "BigIntegerField"

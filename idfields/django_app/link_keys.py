@@ -23,7 +23,7 @@ from django.apps import AppConfig, apps
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.db import connections, router
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import AutoField, BigAutoField, BigIntegerField, Model
+from django.db.models import AutoField, BigAutoField, BigIntegerField, Field, Model
 
 from idfields.django_app.fields import KSortedFieldMixin
 
@@ -34,7 +34,8 @@ def left_to_the_database(models: Iterable[type[Model]], alias: str) -> Iterator[
         opts = model._meta
         if opts.proxy or not opts.managed or not router.allow_migrate_model(alias, model):
             continue
-        if isinstance(opts.pk, AutoField) and not isinstance(opts.pk, KSortedFieldMixin):
+        pk: object = opts.pk
+        if not isinstance(pk, KSortedFieldMixin) and isinstance(pk, AutoField):
             yield model
 
 
@@ -51,11 +52,15 @@ def unfilled(alias: str, models: Iterable[type[Model]] | None = None) -> list[ty
             table = model._meta.db_table
             if table not in tables:
                 continue
-            column = model._meta.pk.column  # type: ignore[union-attr]
+            column = _pk(model).column
             for info in introspection.get_table_description(cursor, table):
                 if info.name == column and not _fills_itself(connection, info):
                     found.append(model)
     return found
+
+
+def _pk(model: type[Model]) -> Field[Any, Any]:
+    return model._meta.pk  # a concrete model always has one
 
 
 def _fills_itself(connection: BaseDatabaseWrapper, info: Any) -> bool:
@@ -74,9 +79,9 @@ def repair(alias: str, model: type[Model]) -> None:
     The column stays bigint: it may hold 64-bit values already, and it is what ``migrate``
     makes for the same table today.
     """
-    pk = model._meta.pk
-    assert pk is not None  # a concrete model always has one
-    old, new = BigIntegerField(primary_key=True), BigAutoField(primary_key=True)
+    pk = _pk(model)
+    old: Field[Any, Any] = BigIntegerField(primary_key=True)
+    new: Field[Any, Any] = BigAutoField(primary_key=True)
     for field in (old, new):
         field.set_attributes_from_name(pk.name)
         field.column = pk.column
