@@ -33,6 +33,7 @@ _CHUNK = 500  # IDs per SELECT: within every backend's bound-parameter limit
 
 def install() -> None:
     """Wrap ``QuerySet.bulk_create`` (idempotent; ``abulk_create`` calls it too)."""
+    # No documented hook follows bulk_create's INSERT for every model; a test pins the signature.
     if getattr(QuerySet.bulk_create, _WRAPPED, False):
         return
     QuerySet.bulk_create = _settling(QuerySet.bulk_create)  # type: ignore[method-assign,assignment]

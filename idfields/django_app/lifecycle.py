@@ -38,6 +38,7 @@ _WRAPPED = "_idfields_releases_leases"
 
 def install() -> None:
     """Wrap the two creation methods and listen to new connections (idempotent)."""
+    # No documented hook surrounds a test database's creation and drop for every runner.
     for name in ("create_test_db", "destroy_test_db"):
         method = getattr(BaseDatabaseCreation, name)
         if not getattr(method, _WRAPPED, False):

@@ -407,3 +407,18 @@ def test_a_save_that_fails_before_its_insert_is_retried_as_with_bigautofield(ali
     assert statements(alias, lambda: ledger.save(using=alias)) == ["INSERT"]
     assert Ledger.objects.using(alias).get(pk=ledger.pk).amount == 3
     assert statements(alias, lambda: ledger.save(using=alias)) == ["UPDATE"]
+
+
+def test_the_bulk_create_wrapper_passes_djangos_parameters_in_djangos_order() -> None:
+    """The wrapper calls Django's bulk_create positionally: a new or moved parameter in a Django
+    release must fail here, not shift every argument silently."""
+    import inspect
+
+    from django.db.models import QuerySet
+
+    original = inspect.unwrap(QuerySet.bulk_create)
+    assert original is not QuerySet.bulk_create  # wrapped when the app was ready
+    assert list(inspect.signature(original).parameters) == [
+        *("self", "objs", "batch_size", "ignore_conflicts", "update_conflicts"),
+        *("update_fields", "unique_fields"),
+    ]
