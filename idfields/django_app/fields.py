@@ -247,9 +247,9 @@ class KSortedFieldMixin:
         return value
 
     def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
-        # An int is already what every backend binds; IntegerField's checks (and, for the auto
-        # fields, validate_autopk_value: 0 means "number it" only to AUTO_INCREMENT) do not apply.
-        if type(value) is int:
+        # An int is already what every backend binds, bar 0: AUTO_INCREMENT takes it as "number
+        # this row", which the auto fields' validate_autopk_value refuses on MariaDB/MySQL.
+        if type(value) is int and value != 0:
             return value
         return super().get_db_prep_save(value, connection)  # type: ignore[misc]
 

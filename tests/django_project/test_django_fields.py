@@ -422,3 +422,20 @@ def test_the_bulk_create_wrapper_passes_djangos_parameters_in_djangos_order() ->
         *("self", "objs", "batch_size", "ignore_conflicts", "update_conflicts"),
         *("update_fields", "unique_fields"),
     ]
+
+
+def test_a_zero_key_is_refused_where_auto_increment_would_number_it(alias: str) -> None:
+    """MariaDB/MySQL's AUTO_INCREMENT takes 0 as "number this row": BigAutoField refuses it
+    before the INSERT, and so must we (the row would get the counter's value, not ours)."""
+    from django.db import transaction
+
+    if connections[alias].vendor == "mysql":
+        with (
+            pytest.raises(ValueError, match="does not accept 0 as a value for AutoField"),
+            transaction.atomic(using=alias),
+        ):
+            Author.objects.using(alias).create(pk=0, name="zero")
+        assert not Author.objects.using(alias).exists()
+    else:
+        Author.objects.using(alias).create(pk=0, name="zero")
+        assert stored(alias, Author, 0) == [0]
