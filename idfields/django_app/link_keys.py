@@ -29,10 +29,14 @@ from idfields.django_app.fields import KSortedFieldMixin
 
 
 def left_to_the_database(models: Iterable[type[Model]], alias: str) -> Iterator[type[Model]]:
-    """The models of ``alias`` whose key Django inserts without a value (Django's auto fields)."""
+    """The link models of ``alias`` whose key Django inserts without a value (its auto fields).
+
+    Only auto-created ones: any other model's key column is made from its own migration, which
+    names its field, so it fills itself unless the table is the user's own doing (a trigger).
+    """
     for model in models:
         opts = model._meta
-        if opts.proxy or not opts.managed or not router.allow_migrate_model(alias, model):
+        if not (opts.auto_created and opts.managed) or not router.allow_migrate_model(alias, model):
             continue
         pk: object = opts.pk
         if not isinstance(pk, KSortedFieldMixin) and isinstance(pk, AutoField):
