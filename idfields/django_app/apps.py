@@ -32,6 +32,6 @@ class IdFieldsConfig(AppConfig):
         # has_default() of our keys answers for the instance these name (fields.note_save).
         pre_save.connect(fields.note_save, dispatch_uid="idfields.note_save")
         post_save.connect(fields.note_saved, dispatch_uid="idfields.note_saved")
-        lifecycle.install()
+        lifecycle.install(self)
         bulk.install()
         widening.widen_id_holding_columns()

@@ -49,6 +49,7 @@ class DjangoDatabase:
         self.alias = alias
         self._lock = threading.RLock()
         self._wrapper: BaseDatabaseWrapper | None = None
+        self._name: str | None = None
         self._inherited: list[BaseDatabaseWrapper] = []
         _forking.track(self)
 
@@ -116,6 +117,12 @@ class DjangoDatabase:
             "set IDFIELDS = {'NODE_SOURCE': 'static', 'NODE': <unique per process>}"
         )
 
+    @property
+    def database_name(self) -> str | None:
+        """The NAME of the database the private connection was made for (None before its first
+        use). It shares the alias's settings, which a test runner rewrites in place."""
+        return self._name
+
     def close(self) -> None:
         """Close the private connection (it reopens on the next call)."""
         with self._lock:
@@ -136,6 +143,7 @@ class DjangoDatabase:
             wrapper.inc_thread_sharing()  # guarded by our lock
             setattr(wrapper, PRIVATE_MARK, True)  # not a connection of the application
             self._wrapper = wrapper
+            self._name = str(wrapper.settings_dict["NAME"])
         return self._wrapper
 
     def forked(self) -> None:

@@ -1,12 +1,12 @@
 """Where the generators meet the life of database connections: test databases and SQLite.
 
 - Test databases. The generators lease their nodes on a private connection
-  (``coordination.DjangoDatabase``). A runner that creates a test database switches ``NAME``
-  under that connection's feet, and one that destroys it needs every session gone (PostgreSQL
-  refuses ``DROP DATABASE`` while it is "being accessed by other users"). Django's runner and
-  pytest-django both go through ``BaseDatabaseCreation.create_test_db`` / ``destroy_test_db``,
-  so wrapping those two methods is the one hook that serves both, and any third-party suite run
-  with our fields: every generator gives its node back first, and the next ID leases afresh.
+  (``coordination.DjangoDatabase``). A runner that creates, clones or drops a test database
+  (Django's, pytest-django's) first opens a connection without a database NAME; one that switches
+  an alias to its test database (or back) opens the alias's next connection on another NAME. Both
+  arrive through the ``connection_created`` signal, and each time every generator gives its node
+  back and the private connections close (PostgreSQL refuses ``DROP DATABASE`` while a session is
+  "being accessed by other users"); the next ID leases afresh from the database now in use.
 - SQLite files. A lease cannot be written while this thread's connection is inside a transaction
   (one writer at a time), so when the application opens a connection to the lease database, the
   generators of the layouts in use claim their nodes, or renew them when due, right then,
@@ -17,14 +17,14 @@
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 from typing import Any
 
+from django.apps import AppConfig
+from django.db import connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.backends.base.creation import BaseDatabaseCreation
 from django.db.backends.signals import connection_created
+from django.db.models.signals import post_migrate
 
 from idfields.django_app import sources
 from idfields.django_app.checks import layout_names_in_use
@@ -33,30 +33,28 @@ from idfields.django_app.coordination import PRIVATE_MARK
 from idfields.generators import IdGenerator
 
 logger = logging.getLogger("idfields.django_app")
-_WRAPPED = "_idfields_releases_leases"
 
 
-def install() -> None:
-    """Wrap the two creation methods and listen to new connections (idempotent)."""
-    # No documented hook surrounds a test database's creation and drop for every runner.
-    for name in ("create_test_db", "destroy_test_db"):
-        method = getattr(BaseDatabaseCreation, name)
-        if not getattr(method, _WRAPPED, False):
-            setattr(BaseDatabaseCreation, name, _releasing_leases_first(method))
-    connection_created.connect(claim_sqlite_leases, dispatch_uid="idfields.claim_sqlite_leases")
+def install(config: AppConfig) -> None:
+    """Listen to new connections, and to ``migrate`` of ``config`` (idempotent)."""
+    connection_created.connect(on_connection, dispatch_uid="idfields.lifecycle.on_connection")
+    post_migrate.connect(after_migrate, sender=config, dispatch_uid="idfields.after_migrate")
 
 
-def _releasing_leases_first(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def wrapper(self: BaseDatabaseCreation, *args: Any, **kwargs: Any) -> Any:
-        sources.reset()  # create: leases live in the database being replaced; destroy: see above
-        result = method(self, *args, **kwargs)
-        if method.__name__ == "create_test_db":  # its connection opened before `migrate` ran
-            claim_sqlite_leases(connection=self.connection)
-        return result
+def on_connection(*, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """Hand the nodes back when a database is about to be created or dropped or the alias now
+    names another database; else claim SQLite leases before any transaction."""
+    if getattr(connection, PRIVATE_MARK, False):
+        return
+    if connection.settings_dict.get("NAME") is None or sources.serves_another_database(connection):
+        sources.reset()
+    else:
+        claim_sqlite_leases(connection=connection)
 
-    setattr(wrapper, _WRAPPED, True)
-    return wrapper
+
+def after_migrate(*, using: str, **kwargs: Any) -> None:
+    """A test database's first connection opened before ``migrate`` made the lease tables."""
+    claim_sqlite_leases(connection=connections[using])
 
 
 def claim_sqlite_leases(*, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:

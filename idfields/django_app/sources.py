@@ -16,6 +16,7 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.db import connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
@@ -177,6 +178,14 @@ def reset() -> None:
     """Close every generator (releasing leases) and connection, and unbind them from their
     holders, under the registry's lock; the next call rebuilds them."""
     _registry.replace(_close_databases)
+
+
+def serves_another_database(connection: BaseDatabaseWrapper) -> bool:
+    """Whether our private connection of ``connection``'s alias is open on another database
+    (a test runner switched the alias's NAME to the test database, or back)."""
+    database = _databases.get(connection.alias)
+    name = database.database_name if database is not None else None
+    return name is not None and name != str(connection.settings_dict["NAME"])
 
 
 def _close_databases() -> None:
