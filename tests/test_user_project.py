@@ -3,7 +3,8 @@
 The ``sh`` blocks of docs/tutorials/django.md run as written (``pip install`` aside: this
 environment has the package) in a fresh directory: ``django-admin startproject``, ``startapp``,
 the settings, ``migrate``, then the project's own tests with Django's runner and pytest-django
-on SQLite, which assert that the first key is a snowflake ID (> 2**40). The same suite then runs
+on SQLite, which assert that the first key is a snowflake ID (> 2**40) and that a user keeps its
+groups (contrib.auth's link tables, made by ``migrate``). The same suite then runs
 on PostgreSQL and MariaDB, and the test database must be gone afterwards (PostgreSQL refused to
 drop it while the lease connection was open). Each run is a subprocess, as a user's would be.
 """
@@ -75,8 +76,8 @@ def test_the_readme_steps_give_snowflake_keys_and_a_green_suite_on_sqlite(projec
     assert "no issues" in run(project, "python manage.py check")  # W010 gone with the line
     suite = readme_django_blocks()[2]
     output = run(project, suite)
-    assert "Ran 1 test" in output and "\nOK" in output  # Django's runner
-    assert "1 passed" in output  # pytest-django
+    assert "Ran 2 tests" in output and "\nOK" in output  # Django's runner
+    assert "2 passed" in output  # pytest-django
 
 
 def test_w010_names_an_app_that_startapp_pinned_to_bigautofield(project: Path) -> None:
@@ -218,7 +219,7 @@ def test_the_suite_passes_on_postgresql_and_leaves_no_test_database(
 ) -> None:
     postgres_url = fresh_database("postgresql")  # its own: the session's test_* is taken
     output = on_server(project, postgres_url)
-    assert "\nOK" in output and "1 passed" in output
+    assert "\nOK" in output and "2 passed" in output
     server = DbUrl.parse(postgres_url)
     with psycopg.connect(**server.psycopg_kwargs()) as conn:
         left = conn.execute(
@@ -233,7 +234,7 @@ def test_the_suite_passes_on_mariadb_and_leaves_no_test_database(
 ) -> None:
     mysql_url = fresh_database("mysql")
     output = on_server(project, mysql_url)
-    assert "\nOK" in output and "1 passed" in output
+    assert "\nOK" in output and "2 passed" in output
     server = DbUrl.parse(mysql_url)
     with pymysql.connect(**server.pymysql_kwargs()) as conn, conn.cursor() as cursor:
         cursor.execute("SHOW DATABASES LIKE %s", [f"test_{server.database}"])
