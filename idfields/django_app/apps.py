@@ -23,6 +23,7 @@ class IdFieldsConfig(AppConfig):
             lifecycle,
             link_keys,
             public,
+            unwidened,
             widening,
         )
 

@@ -18,12 +18,12 @@ Settings:
 
 Models (third-party apps included):
 
-- ``idfields.E020`` a GenericForeignKey's ``object_id`` narrower than bigint while some model has
-  an idfields primary key: the first such ID stored overflows ("integer out of range"); it
-  clears once the database column is bigint (``WidenObjectId``);
-- ``idfields.E021`` a foreign key to an ID column whose column type is not bigint, or an integer
-  column of a multi-column ``ForeignObject`` that holds our IDs (cleared, like E020, once the
-  database column is bigint).
+- ``idfields.E021`` a foreign key to an ID column whose field class gives a column narrower
+  than bigint.
+
+Columns widened in the database only (a generic ``object_id``, a ``ForeignObject``'s own
+integer column): ``idfields.W021``/``W022`` and, reading the database, ``idfields.E020``/
+``E021`` in :mod:`idfields.django_app.unwidened`.
 
 Database (``manage.py check --database default``):
 
@@ -39,7 +39,6 @@ model with ``PublicId``) in :mod:`idfields.django_app.public`.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -48,8 +47,7 @@ from typing import Any
 from django.apps import AppConfig, apps
 from django.conf import settings as django_settings
 from django.core.checks import CheckMessage, Error, Info, Tags, Warning, register
-from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections, router
-from django.db.migrations.loader import MigrationLoader
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.models import BigIntegerField, Model
 
 from idfields.coordination._report import launch_room
@@ -57,7 +55,6 @@ from idfields.django_app.conf import NODE_SOURCES, IdFieldsSettings, get_setting
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.noderanges import alias_ranges
 from idfields.django_app.sources import coordination_database
-from idfields.django_app.widening import is_widened
 from idfields.errors import IdFieldsError, NodeNotConfigured
 from idfields.generators._hotpath import core_status
 from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
@@ -106,15 +103,10 @@ def check_core(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) ->
     return [Info(str(status), obj=_SETTING, id="idfields.I001")]
 
 
-@register(Tags.models, Tags.database)
+@register(Tags.models)
 def check_models(app_configs: Sequence[AppConfig] | None = None, **kwargs: Any) -> list[Any]:
-    """Columns that must hold our IDs but are narrower than bigint."""
-    models = _models(app_configs)
-    databases = kwargs.get("databases") or ()
-    messages: list[CheckMessage] = list(_narrow_foreign_keys(models, databases))
-    if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in _models(None)):
-        messages += _narrow_generic_keys(models, databases)
-    return messages
+    """Foreign keys to our IDs whose field class gives a column narrower than bigint."""
+    return list(_narrow_foreign_keys(models_of(app_configs)))
 
 
 def _unknown_keys(settings: IdFieldsSettings) -> Iterator[CheckMessage]:
@@ -181,7 +173,7 @@ def layout_names_in_use(settings: IdFieldsSettings) -> dict[str, str]:
     """Each layout name the settings and the model fields use -> the setting naming it, or ""."""
     names: dict[str, str] = {settings.layout: "IDFIELDS['LAYOUT']"}
     names.update({name: f"IDFIELDS['LAYOUTS'][{name!r}]" for name in settings.layouts})
-    for field in _id_fields(_models(None)):
+    for field in _id_fields(models_of(None)):
         if field.layout_name is not None:
             names.setdefault(field.layout_name, "")
     return names
@@ -266,7 +258,8 @@ def _exhaustion(layout: Layout) -> Iterator[CheckMessage]:
         )
 
 
-def _models(app_configs: Sequence[AppConfig] | None) -> list[type[Model]]:
+def models_of(app_configs: Sequence[AppConfig] | None) -> list[type[Model]]:
+    """The models of ``app_configs`` (every installed one for None), auto-created included."""
     if app_configs is None:
         return list(apps.get_models(include_auto_created=True))
     return [m for config in app_configs for m in config.get_models(include_auto_created=True)]
@@ -279,113 +272,25 @@ def _id_fields(models: Iterable[type[Model]]) -> Iterator[KSortedFieldMixin]:
                 yield field
 
 
-def _narrow_foreign_keys(
-    models: Iterable[type[Model]], databases: Iterable[str] = ()
-) -> Iterator[CheckMessage]:
+def _narrow_foreign_keys(models: Iterable[type[Model]]) -> Iterator[CheckMessage]:
     connection = connections[DEFAULT_DB_ALIAS]
     bigint = BigIntegerField().db_type(connection)
     for model in models:
         for column_field, relation in id_columns(model).items():
-            if isinstance(column_field, KSortedFieldMixin):
-                continue  # an ID field of our own: bigint by construction
-            if column_field is relation:  # a foreign key: bigint unless its class says else
-                column = column_field.db_type(connection)
-                if column is None or column == bigint:
-                    continue
-                hint = (
-                    "Make the foreign key a plain ForeignKey (it takes bigint from its "
-                    "target), or give its custom field a bigint db_type."
-                )
-            else:  # a ForeignObject's own column: declared narrow, and not widened yet
-                column = column_field.get_internal_type()
-                if column not in NARROW_INTEGERS or _bigint_in_database(
-                    model, column_field, databases
-                ):
-                    continue
-                hint = (
-                    f"Declare {column_field.name} as a BigIntegerField (or "
-                    "PositiveBigIntegerField) and migrate."
-                )
+            if isinstance(column_field, KSortedFieldMixin) or column_field is not relation:
+                continue  # an ID field (bigint), or a ForeignObject's own column (unwidened.py)
+            column = column_field.db_type(connection)
+            if column is None or column == bigint:
+                continue
             yield Error(
                 f"{model._meta.label}.{column_field.name} holds idfields IDs (through "
                 f"{relation.name!r}) but its column is {column!r}, not {bigint!r}: 63-bit IDs "
                 "do not fit.",
-                hint=hint,
+                hint="Make the foreign key a plain ForeignKey (it takes bigint from its "
+                "target), or give its custom field a bigint db_type.",
                 obj=column_field,
                 id="idfields.E021",
             )
-
-
-def _bigint_in_database(model: type[Model], field: object, databases: Iterable[str]) -> bool:
-    """Whether the column is bigint already (``WidenObjectId`` or a conversion widened it while
-    the field keeps its declared type). Asked only of the databases the check may use (Django
-    passes them to ``migrate``'s checks); False when none may be asked or it cannot say.
-
-    The table of an app without migrations is made from its models, where the field reports
-    bigint (:mod:`idfields.django_app.widening`): no database needs asking."""
-    if is_widened(field) and not _has_migrations(model):
-        return True
-    column = getattr(field, "column", None)
-    alias = router.db_for_write(model)
-    if alias not in databases:
-        return False
-    connection = connections[alias]
-    try:
-        with connection.cursor() as cursor:
-            if model._meta.db_table not in connection.introspection.table_names(cursor):
-                return False
-            description = connection.introspection.get_table_description(
-                cursor, model._meta.db_table
-            )
-    except DatabaseError:
-        return False
-    wide = {"BigIntegerField", "PositiveBigIntegerField", "BigAutoField"}
-    return any(
-        info.name == column
-        and connection.introspection.get_field_type(info.type_code, info) in wide
-        for info in description
-    )
-
-
-def _has_migrations(model: type[Model]) -> bool:
-    """Whether the model's app has a migrations module (else ``migrate`` syncs its tables)."""
-    module, _ = MigrationLoader.migrations_module(model._meta.app_label)
-    if module is None:
-        return False
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ImportError:
-        return False
-
-
-def _narrow_generic_keys(
-    models: Iterable[type[Model]], databases: Iterable[str] = ()
-) -> Iterator[CheckMessage]:
-    if not apps.is_installed("django.contrib.contenttypes"):
-        return
-    from django.contrib.contenttypes.fields import GenericForeignKey
-
-    for model in models:
-        for private in model._meta.private_fields:
-            if not isinstance(private, GenericForeignKey) or getattr(
-                private, "mti_inherited", False
-            ):
-                continue  # a multi-table child's copy names its parent's column: reported there
-            object_id = model._meta.get_field(private.fk_field)
-            kind = object_id.get_internal_type()
-            if kind in NARROW_INTEGERS and not _bigint_in_database(model, object_id, databases):
-                yield Error(
-                    f"{model._meta.label}.{private.fk_field} (object_id of GenericForeignKey "
-                    f"{private.name!r}) is a {kind}, but models of this project have 63-bit "
-                    "idfields primary keys: storing one fails with 'integer out of range'.",
-                    hint="Declare it PositiveBigIntegerField (or BigIntegerField) and migrate; "
-                    f"for a third-party app, add WidenObjectId({model._meta.app_label!r}, "
-                    f"{model._meta.object_name!r}) to a migration of one of your apps "
-                    "(docs/how-to/third-party-generic-keys.md), or silence this check if the "
-                    "relation never points at such a model.",
-                    obj=object_id,
-                    id="idfields.E020",
-                )
 
 
 @register(Tags.database)

@@ -30,8 +30,9 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import Field, Model
 from django.utils.module_loading import import_string
 
-from idfields.django_app.checks import NARROW_INTEGERS
+from idfields.django_app.checks import NARROW_INTEGERS, models_of
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
+from idfields.django_app.widening import generic_object_ids
 
 _INSTALLED = {Path(sysconfig.get_path(name)).resolve() for name in ("purelib", "platlib")}
 
@@ -120,47 +121,37 @@ def check_database_columns(
     **kwargs: Any,
 ) -> list[CheckMessage]:
     """W011 for every column of ``databases`` narrower than the IDs it must hold."""
-    models = list(
-        apps.get_models(include_auto_created=True)
-        if app_configs is None
-        else (m for c in app_configs for m in c.get_models(include_auto_created=True))
-    )
+    models = models_of(app_configs)
     messages: list[CheckMessage] = []
     for alias in databases or ():
         connection = connections[alias]
         if connection.vendor == "sqlite":
             continue
         wanted = {
-            (model._meta.db_table, str(field.column)): (model, field)
-            for model in models
-            if router.allow_migrate_model(alias, model)
-            for field in _id_columns(model)
+            (field.model._meta.db_table, str(field.column)): (field.model, field)
+            for field in _id_columns(models)
+            if router.allow_migrate_model(alias, field.model)
         }
-        for (table, column), kind in _column_kinds(connection, wanted).items():
+        for (table, column), kind in column_kinds(connection, wanted).items():
             model, field = wanted[table, column]
             messages.append(_narrow_column(alias, table, column, kind, model, field))
     return messages
 
 
-def _id_columns(model: type[Model]) -> Iterator[Field[Any, Any]]:
-    """The model's own columns that hold idfields IDs and that the model declares bigint."""
-    if model._meta.proxy or not model._meta.managed:
-        return
-    for field in id_columns(model):
-        # Narrow in the model already: E021 says so.
-        if field.get_internal_type() not in NARROW_INTEGERS:
+def _id_columns(models: list[type[Model]]) -> Iterator[Field[Any, Any]]:
+    """The columns of ``models`` that hold idfields IDs and that the models declare bigint
+    (one declared narrow is E020's or E021's)."""
+    own = [model for model in models if not model._meta.proxy and model._meta.managed]
+    for model in own:
+        for field in id_columns(model):
+            if field.get_internal_type() not in NARROW_INTEGERS:
+                yield field
+    for field in generic_object_ids(own):
+        if field.get_internal_type() not in NARROW_INTEGERS and field.model in own:
             yield field
-    for private in model._meta.private_fields:
-        fk_field = getattr(private, "fk_field", None)
-        if fk_field is None or getattr(private, "mti_inherited", False):
-            continue
-        object_id = model._meta.get_field(fk_field)
-        # Narrow in the model already: E020 says so.
-        if object_id.get_internal_type() not in NARROW_INTEGERS:
-            yield object_id  # type: ignore[misc]
 
 
-def _column_kinds(
+def column_kinds(
     connection: BaseDatabaseWrapper, wanted: dict[tuple[str, str], Any]
 ) -> dict[tuple[str, str], str]:
     """(table, column) -> Django's field name for its type, for the narrow ones that exist."""

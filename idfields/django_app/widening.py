@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.apps import apps
-from django.core.exceptions import EmptyResultSet
+from django.core.exceptions import EmptyResultSet, FieldDoesNotExist
 from django.core.validators import BaseValidator, MaxValueValidator, MinValueValidator
 from django.db import connection
 from django.db.backends.base.base import BaseDatabaseWrapper
@@ -115,19 +115,34 @@ def widen(field: Field[Any, Any]) -> bool:
 
 
 def generic_object_ids(models: Iterable[type[Model]]) -> Iterator[Field[Any, Any]]:
-    """The ``object_id`` field of each GenericForeignKey of ``models``, once per field."""
+    """The ``object_id`` field of each GenericForeignKey of ``models``, and of each
+    GenericRelation to one of ``models`` (a model may hold the column with no GenericForeignKey
+    of its own, as django-reversion's test models do), once per field. A name that resolves to
+    no field is skipped: Django's ``contenttypes.E001`` reports it."""
     if not apps.is_installed("django.contrib.contenttypes"):
         return
-    from django.contrib.contenttypes.fields import GenericForeignKey
+    from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
 
-    seen: set[Field[Any, Any]] = set()
-    for model in models:
+    wanted = list(models)
+    found: list[Field[Any, Any] | None] = []
+    for model in wanted:
         for private in model._meta.private_fields:
             if isinstance(private, GenericForeignKey):
-                field = model._meta.get_field(private.fk_field)
-                if isinstance(field, Field) and field not in seen:
-                    seen.add(field)
-                    yield field
+                found.append(_field(model, private.fk_field))
+    # A relation may be declared in any app; those of ``models`` cover isolated registries.
+    for model in dict.fromkeys([*wanted, *apps.get_models(include_auto_created=True)]):
+        for private in model._meta.private_fields:
+            if isinstance(private, GenericRelation) and private.related_model in wanted:
+                found.append(_field(private.related_model, private.object_id_field_name))
+    yield from dict.fromkeys(field for field in found if field is not None)
+
+
+def _field(model: type[Model], name: str) -> Field[Any, Any] | None:
+    try:
+        field = model._meta.get_field(name)
+    except FieldDoesNotExist:
+        return None
+    return field if isinstance(field, Field) and field.column is not None else None
 
 
 def id_holding_columns(models: Iterable[type[Model]]) -> Iterator[Field[Any, Any]]:

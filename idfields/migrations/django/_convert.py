@@ -242,7 +242,7 @@ class ConvertToKSortedId(KeyOperation):
         )
 
 
-# A GenericForeignKey's object_id of these types holds the key's IDs: widened with it.
+# A generic object_id of these types holds the key's IDs: widened with it.
 _INTEGER_FIELDS = frozenset(
     {
         "IntegerField",
@@ -258,36 +258,30 @@ _INTEGER_FIELDS = frozenset(
 def generic_object_ids(
     app_label: str | None = None, model_name: str | None = None
 ) -> list[tuple[str | None, str, str]]:
-    """``(schema, table, column)`` of each integer ``object_id`` of a GenericForeignKey, in every
-    installed model (or an app's, or one model's), once per column: any may point at the
-    converted model's content type.
+    """``(schema, table, column)`` of each integer generic ``object_id`` (of a
+    GenericForeignKey, or reached through a GenericRelation) in every installed model (or an
+    app's, or one model's), once per column: any may point at the converted model's content
+    type. ``LookupError`` for an app or model that is not installed.
 
     Read from the installed apps, not the migration state: the state has no private fields.
     """
     from django.apps import apps
 
-    if not apps.is_installed("django.contrib.contenttypes"):
-        return []
-    from django.contrib.contenttypes.fields import GenericForeignKey
+    from idfields.django_app.widening import generic_object_ids as object_id_fields
 
     if app_label is None:
-        models = apps.get_models()
+        models = list(apps.get_models())
     elif model_name is None:
         models = list(apps.get_app_config(app_label).get_models())
     else:
         models = [apps.get_model(app_label, model_name)]
-    found: dict[tuple[str | None, str, str], None] = {}
-    for model in models:
-        for private in model._meta.private_fields:
-            if not isinstance(private, GenericForeignKey):
-                continue
-            field = model._meta.get_field(private.fk_field)
-            column = getattr(field, "column", None)
-            if field.get_internal_type() in _INTEGER_FIELDS and column is not None:
-                # The table of the model that declares the column: a multi-table child (or a
-                # proxy) shares its parent's GenericForeignKey and column.
-                owner = getattr(field, "model", model)
-                found[None, owner._meta.db_table, column] = None
+    # The table of the model that declares the column: a multi-table child (or a proxy)
+    # shares its parent's GenericForeignKey and column.
+    found = {
+        (None, field.model._meta.db_table, str(field.column)): None
+        for field in object_id_fields(models)
+        if field.get_internal_type() in _INTEGER_FIELDS
+    }
     return list(found)
 
 
@@ -327,17 +321,26 @@ class WidenObjectId(IdFieldsOperation):
     def describe(self) -> str:
         return f"Widen the GenericForeignKey object_ids of {self._named}"
 
+    def widened_columns(self) -> list[tuple[str | None, str, str]]:
+        """``(schema, table, column)`` this operation widens, on every vendor (the system
+        checks read them from the migration graph); ``ValueError`` when there is none."""
+        try:
+            columns = generic_object_ids(self.app_label, self.model_name)
+        except LookupError as error:
+            raise ValueError(f"WidenObjectId({self._named!r}): {error}") from None
+        if not columns:
+            raise ValueError(
+                f"{self._named} has no integer object_id of a GenericForeignKey or "
+                "GenericRelation: check the app label and model name"
+            )
+        return columns
+
     def forwards(
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
+        columns = self.widened_columns()  # a wrong name fails on SQLite too, not only later
         if not self.allowed(self.app_label, schema_editor):
             return
-        columns = generic_object_ids(self.app_label, self.model_name)
-        if not columns:
-            raise ValueError(
-                f"{self._named} has no GenericForeignKey with an integer object_id: check the "
-                "app label and model name"
-            )
         connection = schema_editor.connection
         target = convert.Target.of("snowflake", lock_timeout=self.lock_timeout)
         tables = dict.fromkeys(table for _, table, _ in columns)
