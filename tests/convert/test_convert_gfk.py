@@ -82,7 +82,7 @@ class _GfkRouter:
 def test_widen_object_id_clears_e020(convapp: ConvApp) -> None:
     from django.apps import apps
 
-    from idfields.django_app.checks import check_models
+    from idfields.django_app.unwidened import check_unwidened_columns
 
     app = convapp
     app.migrate("0001_initial", app="gfkapp")
@@ -90,7 +90,9 @@ def test_widen_object_id_clears_e020(convapp: ConvApp) -> None:
     def e020() -> list[str]:
         return [
             str(message.obj)
-            for message in check_models([apps.get_app_config("gfkapp")], databases=[app.alias])
+            for message in check_unwidened_columns(
+                [apps.get_app_config("gfkapp")], databases=[app.alias]
+            )
             if message.id == "idfields.E020"
         ]
 

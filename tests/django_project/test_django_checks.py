@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
 from django.contrib.contenttypes.models import ContentType
 from django.core import checks
 from django.db import models
@@ -15,6 +15,7 @@ from django.test.utils import isolate_apps
 
 from idfields.django_app.checks import check_models, check_settings
 from idfields.django_app.fields import KSortedIdField, SnowflakeAutoField
+from idfields.django_app.unwidened import check_unwidened_fields
 from idfields.layouts import Layout, Node, Sequence, Timestamp
 
 # A user layout whose 30-bit seconds end about 5 years from now.
@@ -102,9 +103,14 @@ class NarrowForeignKey(models.ForeignKey):  # type: ignore[type-arg]
         return "integer"
 
 
+def model_messages(apps: Any) -> list[checks.CheckMessage]:
+    """What a plain ``check`` (no database) says of the isolated test app."""
+    config = [apps.get_app_config("testapp")]
+    return [*check_models(config), *check_unwidened_fields(config)]
+
+
 def model_ids(apps: Any) -> list[tuple[str, str]]:
-    messages = check_models([apps.get_app_config("testapp")])
-    return sorted((m.id, str(m.obj)) for m in messages)
+    return sorted((m.id, str(m.obj)) for m in model_messages(apps))
 
 
 @isolate_apps("tests.django_project.testapp", kwarg_name="apps")
@@ -132,13 +138,12 @@ def test_narrow_generic_object_ids_and_foreign_keys_are_errors(apps: Any = None)
 
     found = model_ids(apps)
     assert found == [
-        ("idfields.E020", "testapp.Tagged.object_id"),
-        ("idfields.E021", "testapp.Tagged.owner"),
+        ("idfields.E021", "testapp.Tagged.owner"),  # the field class: no migration clears it
+        ("idfields.W021", "testapp.Tagged.object_id"),  # the database may be widened already
     ]
-    [message] = [
-        m for m in check_models([apps.get_app_config("testapp")]) if m.id == "idfields.E020"
-    ]
+    [message] = [m for m in model_messages(apps) if m.id == "idfields.W021"]
     assert "PositiveBigIntegerField" in message.hint and "integer out of range" in message.msg
+    assert "WidenObjectId('testapp', 'Tagged')" in message.hint
 
 
 @isolate_apps("tests.django_project.testapp")
@@ -195,7 +200,7 @@ def test_e020_names_a_column_once_however_many_children_inherit_it(apps: Any = N
         class Meta:
             app_label = "testapp"
 
-    assert model_ids(apps) == [("idfields.E020", "testapp.Note.object_id")]
+    assert model_ids(apps) == [("idfields.W021", "testapp.Note.object_id")]
 
 
 @pytest.mark.django_db(databases=["default"])
@@ -293,10 +298,10 @@ def test_multi_column_foreign_objects_are_checked_column_by_column(apps: Any = N
         class Meta:
             app_label = "testapp"
 
-    assert model_ids(apps) == [("idfields.E021", "testapp.Badge.membership_id")]
+    assert model_ids(apps) == [("idfields.W022", "testapp.Badge.membership_id")]
     config = [apps.get_app_config("testapp")]
     assert check_database_columns(config, databases=None) == []
-    [message] = [m for m in check_models(config) if m.id == "idfields.E021"]
+    [message] = [m for m in model_messages(apps) if m.id == "idfields.W022"]
     assert "BigIntegerField" in message.hint and "membership" in message.msg
 
 
@@ -333,3 +338,48 @@ def test_w010_names_project_apps_not_apps_checked_out_elsewhere(
     assert check_app_key_overrides([pinned("vendored_app")]) == []
     [message] = check_app_key_overrides([pinned("tests.django_project.testapp")])
     assert message.id == "idfields.W010" and "apps.py" in message.hint
+
+
+@pytest.mark.django_db(databases=["default"])  # the database checks read it
+@isolate_apps("tests.django_project.testapp", kwarg_name="apps")
+def test_a_generic_foreign_key_naming_no_field_leaves_the_report_to_django(
+    apps: Any = None,
+) -> None:
+    """Django's contenttypes.E001 names the missing object_id field; our checks skip what they
+    cannot read instead of aborting ``check`` with FieldDoesNotExist."""
+    from idfields.django_app.widening import generic_object_ids
+
+    class Broken(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        content_object = GenericForeignKey("content_type", "missing")
+
+        class Meta:
+            app_label = "testapp"
+
+    config = [apps.get_app_config("testapp")]
+    found = {m.id for m in checks.run_checks(app_configs=config, databases=["default"])}
+    assert "contenttypes.E001" in found
+    assert list(generic_object_ids([Broken])) == []
+
+
+@isolate_apps("tests.django_project.testapp", kwarg_name="apps")
+def test_an_object_id_reached_only_through_a_generic_relation_is_checked(
+    apps: Any = None,
+) -> None:
+    """django-reversion's shape: the model holding object_id has no GenericForeignKey."""
+
+    class Note(models.Model):
+        content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+        object_id = models.PositiveIntegerField()
+
+        class Meta:
+            app_label = "testapp"
+
+    class Item(models.Model):
+        id = SnowflakeAutoField(primary_key=True)
+        notes = GenericRelation(Note)
+
+        class Meta:
+            app_label = "testapp"
+
+    assert model_ids(apps) == [("idfields.W021", "testapp.Note.object_id")]
