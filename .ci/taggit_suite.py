@@ -76,7 +76,7 @@ def prepare(root: Path, tag: str, env: dict[str, str]) -> None:
         (folder / "__init__.py").write_text("")
     pythonpath = os.pathsep.join([str(root), str(suites.REPO), env["PYTHONPATH"]])
     subprocess.run(
-        [sys.executable, "-m", "django", "makemigrations", "tests", "-v", "0", "--skip-checks"],
+        [sys.executable, "-m", "django", "makemigrations", "tests", "-v", "0"],
         cwd=root,
         env={**env, "PYTHONPATH": pythonpath},
         check=True,
