@@ -16,7 +16,7 @@ from idfields.coordination._counters import (
 )
 from idfields.coordination._database import VENDORS, Database, Result
 from idfields.coordination._decimal import DecimalSource, decimal_fields
-from idfields.coordination._leases import LeaseInfo, LeaseSource, list_leases
+from idfields.coordination._leases import LeaseInfo, LeaseSource, free_dead_holders, list_leases
 from idfields.coordination._runids import RunIdSource
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "counter_value",
     "current_launch",
     "decimal_fields",
+    "free_dead_holders",
     "list_leases",
     "next_value",
     "record_launch",

@@ -23,6 +23,7 @@ class IdFieldsConfig(AppConfig):
             lifecycle,
             link_keys,
             public,
+            stopping,
             unwidened,
             widening,
         )
@@ -34,5 +35,6 @@ class IdFieldsConfig(AppConfig):
         pre_save.connect(fields.note_save, dispatch_uid="idfields.note_save")
         post_save.connect(fields.note_saved, dispatch_uid="idfields.note_saved")
         lifecycle.install(self)
+        stopping.install()
         bulk.install()
         widening.widen_id_holding_columns()
