@@ -1,7 +1,8 @@
 """What Django believes of integer columns that hold idfields IDs without being ID fields.
 
-A GenericForeignKey's ``object_id`` declared ``PositiveIntegerField`` (django-taggit,
-django-comments, contrib apps of many projects) and the integer column behind a multi-column
+A generic ``object_id`` declared ``PositiveIntegerField`` (of a GenericForeignKey, as in
+django-taggit and django-comments, or reached only through a GenericRelation, as in
+django-reversion's test app) and the integer column behind a multi-column
 ``ForeignObject`` hold our 63-bit IDs once the column is bigint (``WidenObjectId``,
 ``ConvertToKSortedId``), but Django still takes the field at its declared word: its range
 validators refuse the IDs, and every lookup with a value above 2**31 answers "no rows" without
@@ -11,8 +12,8 @@ the range of the bigint type of the same family (``PositiveIntegerField`` ->
 that type's column where Django creates the table from the model (apps without migrations).
 Its class, ``get_internal_type`` and ``deconstruct`` stay as declared, so no app gets a
 migration for it, serializers write what they did, and nobody forks a third-party app; the
-column itself is widened by a migration of yours (``WidenObjectId``), and ``idfields.E020`` /
-``E021`` say so until it is.
+column itself is widened by a migration of yours (``WidenObjectId``), and the checks of
+:mod:`idfields.django_app.unwidened` say so until it is.
 """
 
 from __future__ import annotations

@@ -286,12 +286,14 @@ def generic_object_ids(
 
 
 class WidenObjectId(IdFieldsOperation):
-    """Widen the integer ``object_id`` of another app's GenericForeignKeys to bigint, from your
-    own migration, without forking that app's migrations: one model
-    (``WidenObjectId("taggit", "TaggedItem")``) or every model of the app
-    (``WidenObjectId("taggit")``). Database only: the field keeps its declared class (Django
-    already takes it for bigint: :mod:`idfields.django_app.widening`), and idfields.E020 clears
-    once the column is bigint. Backwards does nothing: the column holds 63-bit IDs by then.
+    """Widen the integer generic ``object_id`` of another app (of a GenericForeignKey, or
+    reached through a GenericRelation) to bigint, from your own migration, without forking that
+    app's migrations: one model (``WidenObjectId("taggit", "TaggedItem")``) or every model of
+    the app (``WidenObjectId("taggit")``). Database only: the field keeps its declared class
+    (Django already takes it for bigint: :mod:`idfields.django_app.widening`). The system
+    checks find it in the migration graph (``widened_columns``), so idfields.W021 clears while
+    it is pending and idfields.E020 once the column is bigint. Backwards does nothing: the
+    column holds 63-bit IDs by then.
     """
 
     vendors = ("postgresql", "mysql")
