@@ -63,7 +63,7 @@ def check_unwidened_columns(
 ) -> list[CheckMessage]:
     """E020/E021 for each such column still narrow in ``databases``, unless a migration not
     applied there yet widens it (``migrate`` must stay usable to apply it)."""
-    found = list(narrow_id_holders(models_of(app_configs)))
+    found = list(narrow_id_holders(models_of(app_configs))) if databases else []
     messages: list[CheckMessage] = []
     for alias in databases or ():
         connection = connections[alias]
