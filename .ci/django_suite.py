@@ -73,12 +73,13 @@ IDFIELDS = {"NODE_SOURCE": "lease"}
 CHECK_ALL = """\
 import runtests_idfields
 from django.apps import apps
-from idfields.django_app import checks, key_checks
+from idfields.django_app import checks, key_checks, unwidened
 
 runtests_idfields.setup_run_tests(0, None, None, None)
 models = apps.get_models(include_auto_created=True)
 found = checks.check_models(None, databases=None) + checks.check_settings(None)
 found += key_checks.check_app_key_overrides(None) + key_checks.check_database_columns(None)
+found += unwidened.check_unwidened_fields(None)
 for model in models:
     found += [m for m in model.check(databases=None) if m.id and m.id.startswith("idfields.")]
 print(f"idfields checks ran over the {len(models)} models of Django's suite: {len(found)} messages")
