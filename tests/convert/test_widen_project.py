@@ -1,8 +1,9 @@
-"""A user's project with a third-party app whose integer ``object_id`` holds our IDs, driven by
-``manage.py`` in subprocesses as a user drives it, on SQLite, PostgreSQL and MariaDB.
+"""A user's project with a third-party app whose integer ``object_id`` columns hold our IDs,
+driven by ``manage.py`` in subprocesses as a user drives it, on SQLite, PostgreSQL and MariaDB.
 
-The app ("notes", django-reversion's shape) reaches its ``object_id`` only through a
-``GenericRelation`` of the user's model: no GenericForeignKey anywhere. Plain commands read no
+The app ("notes") has both shapes: ``Note`` (django-reversion's) is reached only through a
+``GenericRelation`` of the user's model, with no GenericForeignKey anywhere; ``Tagged``
+(django-taggit's) has a GenericForeignKey. Plain commands read no
 database, so they must not stop on what only the database can tell; ``check --database``,
 ``migrate`` and the test runner read it; a ``WidenObjectId`` in the migration graph, pending
 or applied, is known without one; SQLite never needs widening.
@@ -60,6 +61,7 @@ class NotesConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"  # a third-party app pins its keys
 """,
     "notes/models.py": """\
+from django.contrib.contenttypes.fields import GenericForeignKey
 from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
@@ -68,6 +70,12 @@ class Note(models.Model):
     content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
     object_id = models.PositiveIntegerField()  # no GenericForeignKey reads it
     text = models.CharField(max_length=20)
+
+
+class Tagged(models.Model):
+    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE, related_name="+")
+    object_id = models.IntegerField()
+    content_object = GenericForeignKey()
 """,
     "shop/__init__.py": "",
     "shop/migrations/__init__.py": "",
@@ -100,7 +108,7 @@ from idfields.migrations.django import WidenObjectId
 
 class Migration(migrations.Migration):
     dependencies = [("shop", "0001_initial"), ("notes", "0001_initial")]
-    operations = [WidenObjectId("notes", "Note")]
+    operations = [WidenObjectId("notes")]  # both models: the GenericRelation one too
 """
 
 NOTE_COUNT = """\
@@ -109,12 +117,16 @@ import django
 django.setup()
 from django.contrib.contenttypes.models import ContentType
 
-from notes.models import Note
+from idfields.migrations.django import WidenObjectId
+from notes.models import Note, Tagged
 from shop.models import Item
 
 item = Item.objects.create(name="i")
 Note.objects.create(content_type=ContentType.objects.get_for_model(Item), object_id=item.pk)
+Tagged.objects.create(content_object=item)
 print(item.pk > 2**40, item.notes.count(), Item.objects.filter(notes__text="").count())
+print(Tagged.objects.filter(object_id=item.pk).get().content_object == item)
+print(*WidenObjectId("notes", "Note").widened_columns())
 """
 
 
@@ -153,7 +165,7 @@ def project(
     return Project(tmp_path, url)
 
 
-def test_a_generic_relation_only_object_id_is_widened_without_blocking_commands(
+def test_generic_object_ids_are_widened_without_blocking_commands(
     project: Project,
 ) -> None:
     sqlite = urlsplit(project.env["PROJECT_DATABASE_URL"]).scheme == "sqlite"
@@ -161,7 +173,7 @@ def test_a_generic_relation_only_object_id_is_widened_without_blocking_commands(
     project.ok("migrate")
     plain = project.ok("check")  # reads no database: warns, never stops
     assert ("idfields.W021" in plain) is not sqlite, plain  # SQLite's integers are 64-bit
-    assert "notes.Note.object_id" in plain or sqlite
+    assert sqlite or ("notes.Note.object_id" in plain and "notes.Tagged.object_id" in plain)
     database = project.run("check", "--database", "default")
     if sqlite:
         assert database.returncode == 0, database.stderr
@@ -175,13 +187,17 @@ def test_a_generic_relation_only_object_id_is_widened_without_blocking_commands(
     assert "idfields.E020" not in project.ok("check", "--database", "default")  # pending
     project.ok("migrate")
     assert "no issues" in project.ok("check", "--database", "default")
-    assert project.ok(code=NOTE_COUNT).split() == ["True", "1", "1"]
+    assert project.ok(code=NOTE_COUNT).splitlines() == [
+        "True 1 1",
+        "True",
+        "(None, 'notes_note', 'object_id')",
+    ]
     assert "Ran 1 test" in project.ok("test", "shop", "--noinput")
 
 
 def test_widen_object_id_refuses_a_wrong_model_on_every_database(project: Project) -> None:
     project.ok("makemigrations", "notes", "shop")
-    wrong = WIDEN.replace('WidenObjectId("notes", "Note")', 'WidenObjectId("notes", "Nope")')
+    wrong = WIDEN.replace('WidenObjectId("notes")', 'WidenObjectId("notes", "Nope")')
     (project.path / "shop" / "migrations" / "0002_widen_notes.py").write_text(wrong)
     done = project.run("migrate")
     assert done.returncode == 1 and "WidenObjectId('notes.Nope')" in done.stderr, done.stderr
