@@ -88,7 +88,7 @@ def narrow_id_holders(
 ) -> Iterator[tuple[Field[Any, Any], Field[Any, Any] | None]]:
     """Each field of ``models`` declared narrower than bigint that holds idfields IDs without
     being an ID field or a foreign key -> the ``ForeignObject`` it serves (None: an object_id)."""
-    models = [m for m in models if not m._meta.proxy and m._meta.managed]
+    models = list(models)
     everything = apps.get_models(include_auto_created=True)
     if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in everything):
         for field in generic_object_ids(models):
@@ -159,14 +159,16 @@ def _message(
     field: Field[Any, Any], relation: Field[Any, Any] | None, alias: str | None, kind: str
 ) -> CheckMessage:
     label = f"{field.model._meta.label}.{field.name}"
-    where = f"its column in database {alias!r} is {kind}" if alias else f"it is a {kind}"
-    widen = "no migration widens it" if alias is None else "no pending migration widens it"
+    if alias is None:
+        where = f"is declared {kind} and no migration widens its column"
+    else:
+        where = f"is {kind} in database {alias!r} and no pending migration widens it"
     if relation is None:
         app, model = field.model._meta.app_label, field.model._meta.object_name
         text = (
-            f"{label} (the object_id of a GenericForeignKey or GenericRelation) holds the "
-            f"primary keys of any model, {where}, {widen}, and models of this project have "
-            "63-bit idfields primary keys: storing one fails with 'integer out of range'."
+            f"{label} (the object_id of a GenericForeignKey or GenericRelation) {where}, but "
+            "models of this project have 63-bit idfields primary keys: storing one fails with "
+            "'integer out of range'."
         )
         hint = (
             "Declare it PositiveBigIntegerField (or BigIntegerField) and migrate; for a "
@@ -177,7 +179,7 @@ def _message(
         ids = ("idfields.W021", "idfields.E020")
     else:
         text = (
-            f"{label} holds idfields IDs (through {relation.name!r}) but {where}, not bigint: "
+            f"{label} holds idfields IDs (through {relation.name!r}) but {where} to bigint: "
             "63-bit IDs do not fit."
         )
         hint = (
