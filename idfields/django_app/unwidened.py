@@ -88,7 +88,8 @@ def narrow_id_holders(
 ) -> Iterator[tuple[Field[Any, Any], Field[Any, Any] | None]]:
     """Each field of ``models`` declared narrower than bigint that holds idfields IDs without
     being an ID field or a foreign key -> the ``ForeignObject`` it serves (None: an object_id)."""
-    models = list(models)
+    # An unmanaged model's table is not the project's migrations' to widen (W011 skips it too).
+    models = [model for model in models if model._meta.managed]
     everything = apps.get_models(include_auto_created=True)
     if any(isinstance(model._meta.pk, KSortedFieldMixin) for model in everything):
         for field in generic_object_ids(models):
