@@ -8,9 +8,12 @@ knows what it replaces without being told, and a database holding a version this
 not know is refused instead of half replaced. The comment lives and dies with the schema, needs
 no table of its own, grant or drop statement, and pg_dump carries it.
 
-The built-in snowflake and traceid functions (but their decoders) come from the template of user
-layouts (:func:`idfields.sql.layouts.render_builtin_functions`), written in where the scripts
-say ``@builtin_layouts@``: one renderer for every time-based layout.
+Each version's scripts are fixed files: ``functions/<version>.sha256`` records their digests,
+and a test fails when a recorded script changes (``tests/sql_versions.py`` says how a version is
+edited before its release). The built-in snowflake and traceid functions (but their decoders)
+sit in them as the template of user layouts renders them
+(:func:`idfields.sql.layouts.render_builtin_functions`), so a later renderer never moves what a
+released version installs.
 
 The functions name the schema of the idfields tables (``lease_schema``): the install operations
 find it (:data:`FIND_LEASE_SCHEMAS`, :func:`lease_schema_from`) or take it as a parameter
@@ -23,7 +26,6 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-from idfields.sql.layouts import render_builtin_functions
 from idfields.sql.noderange import node_range
 
 #: The version this package installs: its one SQL file, which its migrations name.
@@ -31,7 +33,6 @@ VERSION = "0001"
 
 _VERSION = re.compile(r"\d{4}")
 _SCHEMA_TOKEN = "@lease_schema@"
-_BUILTINS_TOKEN = "@builtin_layouts@"
 _COMMENT = re.compile(r"idfields SQL (\d{4})")
 _STATEMENT = re.compile(r"(?:(\$[A-Za-z_]*\$).*?\1|[^;])+", re.DOTALL)
 # Where the scripts are looked up, in this order: the package's own folder (tests add one).
@@ -94,7 +95,6 @@ def load(version: str, lease_schema: str = "public", nodes: object = None) -> st
     limits = node_range(nodes)
     return (
         _read(version, "")
-        .replace(_BUILTINS_TOKEN, render_builtin_functions()[0])
         .replace(_SCHEMA_TOKEN, quoted)
         .replace("@first_node@", str(limits.first))
         .replace("@last_node@", str(limits.last))
@@ -103,7 +103,7 @@ def load(version: str, lease_schema: str = "public", nodes: object = None) -> st
 
 def load_drop(version: str) -> str:
     """The script that removes what ``load(version)`` created (refused while a default uses it)."""
-    return _read(version, ".drop").replace(_BUILTINS_TOKEN, render_builtin_functions()[1])
+    return _read(version, ".drop")
 
 
 def load_leftovers(version: str, replaced_by: str) -> str:

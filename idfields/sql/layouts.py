@@ -19,8 +19,8 @@ Every name is bound when the functions are created (BEGIN ATOMIC bodies, install
 search_path). Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
 
 The SQL depends only on the layout's data (golden files in ``tests/pg/golden/`` hold it for
-sample layouts), and the migration operations record :func:`sql_digest` of what they install
-and refuse anything else, so a migration replays the same way or not at all.
+sample layouts). A migration operation stores the SQL it installs, as Django's writer writes it,
+so a migration replays the same way under any later release (:func:`layout_scripts`).
 """
 
 from __future__ import annotations
@@ -131,16 +131,35 @@ def sql_digest(script: str) -> str:
     return hashlib.sha256(script.encode("utf-8")).hexdigest()
 
 
-def check_digest(layout: Layout, script: str, digest: str | None) -> None:
-    """Refuse to install ``script`` unless it is what the migration recorded (``digest``)."""
-    if digest is not None and sql_digest(script) != digest:
+def layout_scripts(
+    layout: Layout,
+    create_sql: str | None = None,
+    drop_sql: str | None = None,
+    sha256: str | None = None,
+) -> tuple[str, str]:
+    """(create SQL, drop SQL) a migration operation runs for ``layout``: what the migration
+    stored, else what this release renders, refused unless it is what the migration recorded
+    (``sha256``). Called when the operation runs, never when its migration is imported: a later
+    renderer must not stop a project's migrations from loading."""
+    if create_sql is not None and drop_sql is not None:
+        return create_sql, drop_sql
+    if create_sql is not None or drop_sql is not None:
         raise LayoutError(
-            f"the SQL idfields renders today for layout {layout.name!r} is "
-            f"not what this migration recorded (sha256 {digest[:12]}..., now "
-            f"{sql_digest(script)[:12]}...): the renderer or the layout changed. Keep the "
-            f"migration's layout spec as written; install a changed layout with a "
-            f"new migration"
+            f"the migration operation of layout {layout.name!r} stores only one of create_sql "
+            f"and drop_sql; store both (as Django's migration writer does) or neither"
         )
+    create, drop = render_layout_function(layout)
+    if sha256 is not None and sql_digest(create) != sha256:
+        raise LayoutError(
+            f"the SQL this idfields release renders for layout {layout.name!r} is not what "
+            f"this migration recorded (sha256 {sha256[:12]}..., renders "
+            f"{sql_digest(create)[:12]}...): the renderer changed since the migration was "
+            f"written. A database that ran it keeps what it installed. To replay it as "
+            f"written, give the operation the SQL it installed (create_sql=..., drop_sql=..., "
+            f"as the release that wrote it renders them: render_layout_function(layout)); to "
+            f"install this release's SQL instead, remove sha256= from the operation"
+        )
+    return create, drop
 
 
 def as_layout(layout: LayoutLike) -> Layout:

@@ -365,8 +365,9 @@ def test_django_operation_round_trips_through_a_migration_file(
     left = functions_in(empty_database)
     assert not {"next_narrow", "next_narrow_at", "decode_narrow"} & left
     assert "next_snowflake" in left  # only the layout's functions went
+    decimal = InstallLayoutFunctions(layout=DECIMAL.to_spec())  # loads; refused as it runs
     with pytest.raises(LayoutError, match="it is decimal"):
-        InstallLayoutFunctions(layout=DECIMAL.to_spec())
+        run(django_connection, decimal, "forwards")
 
 
 MIGRATION = '''

@@ -1,7 +1,7 @@
 """``op.install_id_functions(version, lease_schema=None, nodes=None)`` and
 ``op.drop_id_functions(version)``: the database-side ID functions in an Alembic migration;
-``op.install_layout_functions(layout, sha256=None)`` and ``op.drop_layout_functions(layout,
-sha256=None)``: ``idfields.next_<name>()`` of a user layout on top of them.
+``op.install_layout_functions(layout, ...)`` and ``op.drop_layout_functions(layout, ...)``:
+``idfields.next_<name>()`` of a user layout on top of them.
 
 The SQL is the versioned file the migration names, emitted through ``operations.execute`` so
 ``alembic upgrade --sql`` prints it. PostgreSQL only: on other dialects the operations do
@@ -19,7 +19,8 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
 from idfields import sql
-from idfields.sql.layouts import LayoutLike, as_layout, check_digest, render_layout_function
+from idfields.layouts import Layout
+from idfields.sql.layouts import LayoutLike, as_layout, layout_scripts
 from idfields.sql.noderange import node_range
 
 
@@ -71,15 +72,28 @@ class DropIdFunctionsOp(MigrateOperation):
 
 class _LayoutFunctionsOp(MigrateOperation):
     """A user layout's functions; ``layout`` is a :class:`Layout` or its ``Layout.to_spec()``
-    dict (write the dict into the migration so it replays the same way), ``sha256`` the digest
-    of the SQL it installs (``idfields.sql.layouts.sql_digest``): anything else rendered later
-    is refused."""
+    dict (write the dict into the migration so it replays the same way). ``create_sql`` and
+    ``drop_sql``: the SQL the migration installs and drops, stored in it so a later release's
+    renderer never changes it; left out, it is rendered when the operation runs, and
+    ``sha256`` (``idfields.sql.layouts.sql_digest`` of the create SQL) refuses then a rendering
+    other than the one recorded."""
 
-    def __init__(self, layout: LayoutLike, sha256: str | None = None) -> None:
+    def __init__(
+        self,
+        layout: LayoutLike,
+        create_sql: str | None = None,
+        drop_sql: str | None = None,
+        sha256: str | None = None,
+    ) -> None:
         self.layout = as_layout(layout)
-        self.sha256 = sha256
-        self.create_sql, self.drop_sql = render_layout_function(self.layout)
-        check_digest(self.layout, self.create_sql, sha256)
+        self.create_sql, self.drop_sql, self.sha256 = create_sql, drop_sql, sha256
+
+    def scripts(self) -> tuple[str, str]:
+        """(create SQL, drop SQL), rendered when the operation runs unless stored."""
+        return layout_scripts(self.layout, self.create_sql, self.drop_sql, self.sha256)
+
+    def arguments(self) -> tuple[Layout, str | None, str | None, str | None]:
+        return self.layout, self.create_sql, self.drop_sql, self.sha256
 
 
 @Operations.register_operation("install_layout_functions")
@@ -88,13 +102,18 @@ class InstallLayoutFunctionsOp(_LayoutFunctionsOp):
 
     @classmethod
     def install_layout_functions(
-        cls, operations: Operations, layout: LayoutLike, sha256: str | None = None
+        cls,
+        operations: Operations,
+        layout: LayoutLike,
+        create_sql: str | None = None,
+        drop_sql: str | None = None,
+        sha256: str | None = None,
     ) -> None:
         """Install the ID functions of ``layout``."""
-        operations.invoke(cls(layout, sha256))
+        operations.invoke(cls(layout, create_sql, drop_sql, sha256))
 
     def reverse(self) -> DropLayoutFunctionsOp:
-        return DropLayoutFunctionsOp(self.layout, self.sha256)
+        return DropLayoutFunctionsOp(*self.arguments())
 
 
 @Operations.register_operation("drop_layout_functions")
@@ -103,13 +122,18 @@ class DropLayoutFunctionsOp(_LayoutFunctionsOp):
 
     @classmethod
     def drop_layout_functions(
-        cls, operations: Operations, layout: LayoutLike, sha256: str | None = None
+        cls,
+        operations: Operations,
+        layout: LayoutLike,
+        create_sql: str | None = None,
+        drop_sql: str | None = None,
+        sha256: str | None = None,
     ) -> None:
         """Drop the ID functions of ``layout``."""
-        operations.invoke(cls(layout, sha256))
+        operations.invoke(cls(layout, create_sql, drop_sql, sha256))
 
     def reverse(self) -> InstallLayoutFunctionsOp:
-        return InstallLayoutFunctionsOp(self.layout, self.sha256)
+        return InstallLayoutFunctionsOp(*self.arguments())
 
 
 def _execute(operations: Operations, script: str) -> None:
@@ -168,10 +192,10 @@ def _drop(operations: Operations, operation: DropIdFunctionsOp) -> None:
 @Operations.implementation_for(InstallLayoutFunctionsOp)
 def _install_layout(operations: Operations, operation: InstallLayoutFunctionsOp) -> None:
     if operations.get_context().dialect.name == "postgresql":
-        _execute(operations, operation.create_sql)
+        _execute(operations, operation.scripts()[0])
 
 
 @Operations.implementation_for(DropLayoutFunctionsOp)
 def _drop_layout(operations: Operations, operation: DropLayoutFunctionsOp) -> None:
     if operations.get_context().dialect.name == "postgresql":
-        _execute(operations, operation.drop_sql)
+        _execute(operations, operation.scripts()[1])

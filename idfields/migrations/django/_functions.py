@@ -21,13 +21,7 @@ from django.db.migrations.state import ProjectState
 from idfields import sql
 from idfields.errors import MissingPrivilege
 from idfields.migrations.django._base import IdFieldsOperation, execute
-from idfields.sql.layouts import (
-    LayoutLike,
-    as_layout,
-    check_digest,
-    render_layout_function,
-    sql_digest,
-)
+from idfields.sql.layouts import LayoutLike, as_layout, layout_scripts
 from idfields.sql.noderange import NodeRange, node_range
 
 
@@ -174,30 +168,42 @@ def _installed(schema_editor: BaseDatabaseSchemaEditor) -> str | None:
 
 class InstallLayoutFunctions(_ScriptOperation):
     """Install ``idfields.next_<name>()`` and its companions (``next_<name>_at(bigint)``,
-    ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)``, ``decode_<name>``) of a user
-    layout over the functions ``InstallIdFunctions`` installed; the reverse drops them.
+        ``take_<name>(bigint)``, ``take_<name>_ranges(bigint)``, ``decode_<name>``) of a user
+        layout over the functions ``InstallIdFunctions`` installed; the reverse drops them.
 
-    ``layout`` is a :class:`Layout` or its ``Layout.to_spec()`` dict; the migration file stores
-    the dict, so later edits of the project's layout do not change what this migration does.
-    It also stores ``sha256``, the digest of the SQL rendered when it was written: a renderer
-    that would now install anything else is refused when the migration is loaded.
+        ``layout`` is a :class:`Layout` or its ``Layout.to_spec()`` dict. The migration file stores
+    the dict and the SQL the operation installs and drops (``create_sql``, ``drop_sql``, as
+    django-pgtrigger stores its triggers), so neither a later edit of the project's layout nor a
+    later release's renderer changes what the migration does, or stops it loading. Written by
+    hand without them, the operation renders the SQL when it runs; ``sha256`` (of the create SQL)
+    then refuses, when it runs, a rendering other than the one recorded.
     """
 
-    def __init__(self, layout: LayoutLike, sha256: str | None = None) -> None:
+    def __init__(
+        self,
+        layout: LayoutLike,
+        create_sql: str | None = None,
+        drop_sql: str | None = None,
+        sha256: str | None = None,
+    ) -> None:
+        # Nothing rendered here: Django imports every migration on each migrate, makemigrations
+        # and test run, so a renderer that changed must not fail them.
         self.layout = as_layout(layout)
-        # Rendered now: an inexpressible layout, or SQL other than recorded, fails on load.
-        self.create_sql, self.drop_sql = render_layout_function(self.layout)
-        check_digest(self.layout, self.create_sql, sha256)
+        self.create_sql, self.drop_sql, self.sha256 = create_sql, drop_sql, sha256
 
     def deconstruct(self) -> tuple[str, list[Any], dict[str, Any]]:
-        kwargs = {"layout": self.layout.to_spec(), "sha256": sql_digest(self.create_sql)}
+        create, drop = self._scripts()
+        kwargs = {"layout": self.layout.to_spec(), "create_sql": create, "drop_sql": drop}
         return self.__class__.__name__, [], kwargs
 
     def forwards_sql(self) -> str:
-        return self.create_sql
+        return self._scripts()[0]
 
     def backwards_sql(self) -> str:
-        return self.drop_sql
+        return self._scripts()[1]
+
+    def _scripts(self) -> tuple[str, str]:
+        return layout_scripts(self.layout, self.create_sql, self.drop_sql, self.sha256)
 
     def describe(self) -> str:
         return f"Install idfields.next_{self.layout.name}()"

@@ -11,7 +11,22 @@ DROP FUNCTION IF EXISTS idfields.next_decimal();
 DROP FUNCTION IF EXISTS idfields.resume_decimal();
 DROP FUNCTION IF EXISTS idfields.decimal_slow_path();
 DROP SEQUENCE IF EXISTS idfields.decimal_issued;
-@builtin_layouts@
+-- BEGIN built-in layouts, as idfields.sql.layouts renders them
+DROP FUNCTION IF EXISTS idfields."take_snowflake_ranges"(bigint);
+DROP FUNCTION IF EXISTS idfields."take_snowflake"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_snowflake"();
+DROP FUNCTION IF EXISTS idfields."next_snowflake_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."issue_snowflake_ranges"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_snowflake_at"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_snowflake"(regclass);
+DROP FUNCTION IF EXISTS idfields."take_traceid_ranges"(bigint);
+DROP FUNCTION IF EXISTS idfields."take_traceid"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_traceid"();
+DROP FUNCTION IF EXISTS idfields."next_traceid_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."issue_traceid_ranges"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_traceid_at"(bigint, regclass);
+DROP FUNCTION IF EXISTS idfields."issue_traceid"(regclass);
+-- END built-in layouts
 DROP FUNCTION IF EXISTS idfields.time_next(text, text, bigint, bigint, bigint, integer, integer,
     boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint);
 DROP FUNCTION IF EXISTS idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer,
