@@ -2,8 +2,8 @@
 ``idfields.next_<name>_at(now_tick bigint)``, the bulk forms ``idfields.take_<name>(n)`` and
 ``take_<name>_ranges(n)``, what they run as the owner (``issue_<name>...``), and for user layouts
 ``idfields.decode_<name>(id[, reference])``. The built-in snowflake and traceid functions are
-rendered here too (:func:`render_builtin_functions`, written into the functions' SQL where it
-says ``@builtin_layouts@``); their decoders are the SQL file's own.
+rendered here too (:func:`render_builtin_functions`, written into the SQL version's scripts
+between markers); their decoders are the SQL file's own.
 
 A binary layout ``[Constant...] Timestamp [Constant...] Node [Constant...] Sequence`` can be
 expressed: an inlined SQL hot path over a per-backend temporary sequence, growing timestamps
@@ -18,8 +18,10 @@ functions that do, the ``_at`` test hook and its ``issue_<name>_at`` are revoked
 Every name is bound when the functions are created (BEGIN ATOMIC bodies, installed under a pinned
 search_path). Anything else raises :class:`~idfields.errors.LayoutError` naming why and the fix.
 
-The SQL depends only on the layout's data (golden files in ``tests/pg/golden/`` hold it for
-sample layouts). A migration operation stores the SQL it installs, as Django's writer writes it,
+The SQL is one template, ``templates/layout.sql`` (package data): its named sections hold every
+statement and expression, and this module fills in their ``@name@`` placeholders with the
+layout's names, literals and geometry. It depends only on the layout's data (golden files in
+``tests/pg/golden/`` hold it for sample layouts). A migration operation stores the SQL it installs, as Django's writer writes it,
 so a migration replays the same way under any later release (:func:`layout_scripts`).
 """
 
@@ -30,6 +32,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
+from importlib import resources
 from typing import Any, TypeAlias
 
 from idfields.errors import LayoutError
@@ -111,10 +115,7 @@ def render_layout_function(layout: Layout) -> tuple[str, str]:
     shape = _shape(layout)
     functions, drop_functions = _render_functions(layout, shape)
     decoder, drop_decoder = _render_decoder(layout, shape)
-    create = (
-        f"-- idfields: ID functions of layout {shape.name}, from idfields.sql.layouts.\n"
-        f"{_PIN}\n{functions}{decoder}\n{_UNPIN}"
-    )
+    create = _fill("user_layout", name=shape.name, functions=functions, decoder=decoder)
     return create, drop_functions + drop_decoder
 
 
@@ -299,80 +300,6 @@ def _clock(shape: _Shape) -> str:
     return clock if unit == 1 else f"({clock} / {unit})"
 
 
-def _sequence(shape: _Shape) -> str:
-    """This backend's temporary sequence, found through the transaction-local setting."""
-    setting = _literal(f"idfields.{shape.name}")
-    return f"NULLIF(pg_catalog.current_setting({setting}, true), '')::oid::regclass"
-
-
-def _geometry(shape: _Shape) -> list[str]:
-    """The layout's geometry as SQL literals, in the order every slow-path signature takes it."""
-    values = [
-        shape.epoch_us,
-        shape.unit_us,
-        shape.ts_bits,
-        shape.ts_shift,
-        str(shape.wraps).lower(),
-        shape.node_shift,
-        shape.node_min,
-        shape.node_max,
-        shape.seq_bits,
-        shape.seq_min,
-        shape.fixed,
-        shape.max_ahead,
-        shape.lease_ms,
-    ]
-    return [str(value) for value in values]
-
-
-def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:
-    """(create SQL, drop SQL) of decode_snowflake()'s twin or, for a wrapping timestamp,
-    decode_traceid()'s: (id, reference) IMMUTABLE, and (id) reading the clock."""
-    stamp = _stamp(layout)
-    node, sequence = layout.node_fields[0], layout.placed[-1]
-    decoder = _ident(f"decode_{shape.name}")
-    # Whole milliseconds where the layout allows (like the clock), else microseconds.
-    per_us = 1000 if shape.epoch_us % 1000 == 0 and shape.unit_us % 1000 == 0 else 1
-    per_day, unit_name = _DAY_US // per_us, "millisecond" if per_us == 1000 else "microsecond"
-    checks = "\n        AND ".join(_checks(layout))
-    seq_type = "integer" if sequence.radix <= 2**31 else "bigint"
-    columns = (
-        f"OUT {_ident(stamp.name)} bigint, OUT {_ident(node.name)} integer, "
-        f"OUT {_ident(sequence.name)} {seq_type},\n"
-        f'    OUT time_{"ms" if per_us == 1000 else "us"} bigint, OUT "time" timestamptz, '
-        f"OUT in_layout boolean"
-    )
-    # "time" adds whole days to a timestamp without time zone: exact (an interval times a
-    # float is not, past 2**53) and free of the session's DST.
-    body = f"""    SELECT {_field(layout, stamp)}, {_field(layout, node)}::integer,
-        {_field(layout, sequence)}::{seq_type}, t.at,
-        CASE WHEN t.at BETWEEN {-(-_FIRST_US // per_us)} AND {_LAST_US // per_us}
-            THEN pg_catalog.timezone('UTC', timestamp '1970-01-01 00:00:00'
-                + (t.at / {per_day}) * interval '1 day'
-                + (t.at % {per_day}) * interval '1 {unit_name}') END,
-        {checks}
-    FROM (SELECT {_time(layout, shape, per_us)} AS at
-          FROM ({_tick(layout, shape)}) AS w) AS t"""  # noqa: S608 (no input)
-    plain = f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n    id bigint, {columns}\n)\n"
-    full = f"BEGIN ATOMIC\n{body};\nEND;\n"
-    if not shape.wraps:
-        create = f"{plain}LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n{full}"
-        return create, f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint);\n"
-    now_reference = f"SELECT * FROM idfields.{decoder}(id, pg_catalog.clock_timestamp())"  # noqa: S608 (a quoted name)
-    short = f"BEGIN ATOMIC\n    {now_reference};\nEND;\n"
-    create = (
-        f"CREATE OR REPLACE FUNCTION idfields.{decoder}(\n"
-        f"    id bigint, reference timestamptz, {columns}\n)\n"
-        f"LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE\n{full}\n"
-        f"{plain}LANGUAGE sql VOLATILE STRICT PARALLEL SAFE\n{short}"
-    )
-    drop = (
-        f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint, timestamptz);\n"
-        f"DROP FUNCTION IF EXISTS idfields.{decoder}(bigint);\n"
-    )
-    return create, drop
-
-
 def _stamp(layout: Layout) -> PlacedField:
     return next(p for p in layout.placed if isinstance(p.spec, Timestamp))
 
@@ -405,26 +332,6 @@ def _checks(layout: Layout) -> list[str]:
     return checks
 
 
-def _tick(layout: Layout, shape: _Shape) -> str:
-    """The unwrapped tick as ``SELECT ... AS tick``: a wrapping one in the period nearest
-    ``reference`` (Layout.decode's ``now + (tick - now + half) % radix - half``)."""
-    stamp = _stamp(layout)
-    raw = _field(layout, stamp)
-    if not shape.wraps:
-        return f"SELECT {raw} AS tick"
-    radix, half, unit = 1 << shape.ts_bits, 1 << (shape.ts_bits - 1), shape.unit_us
-    since = "(pg_catalog.extract('epoch', reference) * 1000000)::bigint"
-    if shape.epoch_us:
-        since += f" {'-' if shape.epoch_us > 0 else '+'} {abs(shape.epoch_us)}"
-    now = f"SELECT {since} AS now"
-    if unit != 1:  # floor division: a reference before the epoch has negative ticks
-        floor = f"(u.us - ((u.us % {unit}) + {unit}) % {unit}) / {unit}"
-        now = f"SELECT {floor} AS now FROM (SELECT {since} AS us) AS u"  # noqa: S608 (no input)
-    # now % radix first: the sums stay below 3 * radix, whatever the reference.
-    nearest = f"((({raw} - r.now % {radix} + {half}) % {radix}) + {radix}) % {radix} - {half}"
-    return f"SELECT r.now + {nearest} AS tick\n                FROM ({now}) AS r"  # noqa: S608 (no input)
-
-
 def _time(layout: Layout, shape: _Shape, per_us: int) -> str:
     """Unix time of ``w.tick`` in ``per_us`` microseconds, NULL where a bigint cannot hold it."""
     epoch, unit = shape.epoch_us // per_us, shape.unit_us // per_us
@@ -441,48 +348,77 @@ def _time(layout: Layout, shape: _Shape, per_us: int) -> str:
     )
 
 
-# -- the functions' parts ------------------------------------------------------------------------
+# -- the template -------------------------------------------------------------------------------
 
-_PIN = (
-    "SELECT pg_catalog.set_config('idfields.install_search_path',\n"
-    "    pg_catalog.current_setting('search_path'), true);\n"
-    "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);\n"
-)
-_UNPIN = (
-    "SELECT pg_catalog.set_config('search_path',\n"
-    "    pg_catalog.current_setting('idfields.install_search_path'), true);\n"
-)
-# An issuer's clauses: it runs as the owner, under a pinned search_path (pg_temp last).
-_ISSUER = (
-    "LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE {extra}SECURITY DEFINER\n"
-    "SET search_path = pg_catalog, pg_temp\n"
-    "AS $$\n"
-)
-# The lease table the caller's search_path finds, as the inlined SQL hands it to the issuer.
-_VISIBLE_LEASE = "pg_catalog.to_regclass('idfields_node_lease')"
+_MARKER = re.compile(r"^-- @@ (\w+)\n", re.MULTILINE)
+_PLACEHOLDER = re.compile(r"@(\w+)@")
 
 
-def _render_take(shape: _Shape) -> tuple[str, str]:
-    """(create SQL, drop SQL) of ``idfields.take_<name>(n)`` and ``take_<name>_ranges(n)``
-    (one (first_id, last_id) row per tick, for the INSERT to expand): inlined SQL over
-    ``issue_<name>_ranges()``, handing it the lease table the caller's search_path finds."""
-    take, ranges = _ident(f"take_{shape.name}"), _ident(f"take_{shape.name}_ranges")
-    issued = f"idfields.{_ident(f'issue_{shape.name}_ranges')}(n, {_VISIBLE_LEASE}) AS r"
-    create = (
-        f"CREATE OR REPLACE FUNCTION idfields.{take}(n bigint) RETURNS SETOF bigint\n"  # noqa: S608 (quoted names)
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000\n"
-        f"BEGIN ATOMIC\n    SELECT pg_catalog.generate_series(r.first_id, r.last_id)\n"
-        f"    FROM {issued};\nEND;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{ranges}(\n"
-        f"    n bigint, OUT first_id bigint, OUT last_id bigint\n) RETURNS SETOF record\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 250\n"
-        f"BEGIN ATOMIC\n    SELECT r.first_id, r.last_id\n    FROM {issued};\nEND;\n\n"
+@cache
+def _sections() -> dict[str, str]:
+    """The sections of ``templates/layout.sql`` by name, each its text after its marker line."""
+    text = resources.files(__package__).joinpath("templates", "layout.sql").read_text("utf-8")
+    pieces = _MARKER.split(text)[1:]
+    return dict(zip(pieces[::2], pieces[1::2], strict=True))
+
+
+def _fill(section: str, **values: object) -> str:
+    """A section with its ``@name@`` placeholders filled in; an expression section (one used
+    inside another) is filled without its last newline."""
+    text = _sections()[section]
+    filled = _PLACEHOLDER.sub(lambda found: str(values[found.group(1)]), text)
+    return filled if section in _STATEMENTS else filled.removesuffix("\n")
+
+
+# Sections that are whole statements, ending with their newline; the others are expressions.
+_STATEMENTS = frozenset(
+    {
+        "user_layout",
+        "functions",
+        "issuer_body",
+        "decoder",
+        "decoder_at_clock",
+        "drop_functions",
+        "drop_decoder_at_reference",
+        "drop_decoder",
+    }
+)
+
+
+def _names(shape: _Shape) -> dict[str, str]:
+    """The quoted names of a layout's functions, as the template's placeholders name them."""
+    name = shape.name
+    functions = {
+        "issue": f"issue_{name}",
+        "issue_at": f"issue_{name}_at",
+        "issue_ranges": f"issue_{name}_ranges",
+        "hook": f"next_{name}_at",
+        "next": f"next_{name}",
+        "take": f"take_{name}",
+        "take_ranges": f"take_{name}_ranges",
+    }
+    return {key: _ident(value) for key, value in functions.items()}
+
+
+def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of the issuers, ``next_<name>_at(bigint)`` (revoked from
+    PUBLIC), ``next_<name>()`` and the bulk forms: everything of a layout but its decoder."""
+    names, clock = _names(shape), _clock(shape)
+    # This backend's temporary sequence, found through the transaction-local setting.
+    sequence = _fill("sequence", switch=_literal(f"idfields.{shape.name}"))
+    candidate = f"pg_catalog.currval({sequence}) + 1"
+    create = _fill(
+        "functions",
+        **names,
+        issue_body=_issuer_body(layout, shape, clock),
+        issue_at_body=_issuer_body(layout, shape, f"COALESCE(now_tick, {clock})"),
+        ranges_arguments=", ".join(_internal_arguments(layout, shape, "n")),
+        hook_test=_window_test(shape, "now_tick", candidate),
+        next_test=_window_test(shape, clock, candidate),
+        sequence=sequence,
+        candidate=candidate,
     )
-    drop = (
-        f"DROP FUNCTION IF EXISTS idfields.{ranges}(bigint);\n"
-        f"DROP FUNCTION IF EXISTS idfields.{take}(bigint);\n"
-    )
-    return create, drop
+    return create, _fill("drop_functions", **names)
 
 
 def _internal_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
@@ -497,87 +433,50 @@ def _internal_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
     ]
 
 
-def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
-    """(create SQL, drop SQL) of the issuers, ``next_<name>_at(bigint)`` (revoked from
-    PUBLIC), ``next_<name>()`` and the bulk forms: everything of a layout but its decoder."""
-    render = _render_wrapping if shape.wraps else _render_growing
-    function, hook = _ident(f"next_{shape.name}"), _ident(f"next_{shape.name}_at")
-    issuers, drop_issuers = _render_issuers(layout, shape)
-    take, drop_take = _render_take(shape)
-    create = (
-        f"{issuers}"
-        f"CREATE OR REPLACE FUNCTION idfields.{hook}(now_tick bigint) RETURNS bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(shape, 'now_tick')};\nEND;\n"
-        f"REVOKE ALL ON FUNCTION idfields.{hook}(bigint) FROM PUBLIC;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{function}() RETURNS bigint\n"
-        f"LANGUAGE sql VOLATILE PARALLEL UNSAFE\n"
-        f"BEGIN ATOMIC\n{render(shape, _clock(shape))};\nEND;\n\n"
-        f"{take}"
+def _geometry(shape: _Shape) -> list[str]:
+    """The layout's geometry as SQL literals, in the order every slow-path signature takes it."""
+    values = [
+        shape.epoch_us,
+        shape.unit_us,
+        shape.ts_bits,
+        shape.ts_shift,
+        str(shape.wraps).lower(),
+        shape.node_shift,
+        shape.node_min,
+        shape.node_max,
+        shape.seq_bits,
+        shape.seq_min,
+        shape.fixed,
+        shape.max_ahead,
+        shape.lease_ms,
+    ]
+    return [str(value) for value in values]
+
+
+def _window_test(shape: _Shape, now: str, candidate: str) -> str:
+    """The hot path's test of ``candidate`` at the tick ``now``: for a growing layout, not
+    behind that tick and its sequence bits did not carry; for a wrapping one, its tick is now or
+    now + 1 modulo the period (bits above the lowest tick bit of the difference are zero) and
+    its sequence did not carry."""
+    s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
+    if not shape.wraps:
+        now_bits = _with_top(shape, f"({now} << {s})")
+        mask = _SIGN | shape.seq_mask
+        return _fill("growing_test", candidate=candidate, now_bits=now_bits, window_mask=mask)
+    return _fill(
+        "wrapping_test",
+        candidate=candidate,
+        now_bits=_with_top(shape, f"(({now} & {period_mask}) << {s})"),
+        kept=((period_mask - 1) << s) | shape.seq_mask,
+        carry_mask=-(1 << shape.seq_bits),
     )
-    drop = (
-        f"{drop_take}"
-        f"DROP FUNCTION IF EXISTS idfields.{function}();\n"
-        f"DROP FUNCTION IF EXISTS idfields.{hook}(bigint);\n"
-        f"{drop_issuers}"
-    )
-    return create, drop
 
 
-def _render_issuers(layout: Layout, shape: _Shape) -> tuple[str, str]:
-    """(create SQL, drop SQL) of what the public functions run as the owner (SECURITY
-    DEFINER), the layout's geometry written in: ``issue_<name>(visible_lease)`` (the clock's
-    tick), ``issue_<name>_at(now_tick, visible_lease)`` (the test hook's, revoked from PUBLIC)
-    and ``issue_<name>_ranges(n, visible_lease)``. The first two hold the same body, the tick
-    aside: one PL/pgSQL call a transaction (a call of one from the other would cost the
-    plain one a second call and its SET clause)."""
-    name = shape.name
-    issue, at = _ident(f"issue_{name}"), _ident(f"issue_{name}_at")
-    ranges = _ident(f"issue_{name}_ranges")
-    clock = _clock(shape)
-    taken = ", ".join(_internal_arguments(layout, shape, "n"))
-    create = (
-        f"CREATE OR REPLACE FUNCTION idfields.{issue}(visible_lease regclass) RETURNS bigint\n"  # noqa: S608 (quoted names, literals)
-        f"{_ISSUER.format(extra='COST 1 ')}"
-        f"{_first_id(layout, shape, clock)}\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{at}(now_tick bigint, visible_lease regclass)\n"
-        f"RETURNS bigint\n"
-        f"{_ISSUER.format(extra='COST 1 ')}"
-        f"{_first_id(layout, shape, f'COALESCE(now_tick, {clock})')}"
-        f"REVOKE ALL ON FUNCTION idfields.{at}(bigint, regclass) FROM PUBLIC;\n\n"
-        f"CREATE OR REPLACE FUNCTION idfields.{ranges}(\n"
-        f"    n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint\n"
-        f") RETURNS SETOF record\n"
-        f"{_ISSUER.format(extra='ROWS 250 ')}"
-        f"BEGIN\n    RETURN QUERY SELECT r.first_id, r.last_id\n"
-        f"    FROM idfields.take_id_ranges({taken}) AS r;\nEND\n$$;\n\n"
-    )
-    drop = (
-        f"DROP FUNCTION IF EXISTS idfields.{ranges}(bigint, regclass);\n"
-        f"DROP FUNCTION IF EXISTS idfields.{at}(bigint, regclass);\n"
-        f"DROP FUNCTION IF EXISTS idfields.{issue}(regclass);\n"
-    )
-    return create, drop
+def _with_top(shape: _Shape, bits: str) -> str:
+    return f"({bits} | {shape.top})" if shape.top else bits
 
 
-def _hot_path(shape: _Shape, now: str, test: str) -> str:
-    """Only the common case inline (the candidate passes ``test``, written over
-    ``{candidate}``), so a statement plans and sets up as few nodes as can be; the rest is one
-    call of the layout's issuer: ``issue_<name>()``, or the test hook's ``issue_<name>_at()``."""
-    sequence = _sequence(shape)
-    candidate = f"pg_catalog.currval({sequence}) + 1"
-    if now == "now_tick":
-        rest = f"idfields.{_ident(f'issue_{shape.name}_at')}(now_tick, {_VISIBLE_LEASE})"
-    else:
-        rest = f"idfields.{_ident(f'issue_{shape.name}')}({_VISIBLE_LEASE})"
-    return f"""    SELECT CASE
-        WHEN {test.format(candidate=candidate)}
-        THEN pg_catalog.setval({sequence}, {candidate})
-        ELSE {rest}
-    END"""
-
-
-def _first_id(layout: Layout, shape: _Shape, tick: str) -> str:
+def _issuer_body(layout: Layout, shape: _Shape, tick: str) -> str:
     """An issuer's body, ``tick`` the tick it issues at: the first ID of a transaction and an
     ID in a new tick in one step, the geometry as literals; anything else is time_next(). The
     claim is 'node:acquired:promise:sequence OID:holder:lease table OID', the limit the last
@@ -586,96 +485,94 @@ def _first_id(layout: Layout, shape: _Shape, tick: str) -> str:
     expressions, each value computed once."""
     s, name = shape.ts_shift, shape.name
     low = shape.fixed | shape.seq_min
-    base = f"NULLIF({_field_of_claim(1)}, '')::bigint << {shape.node_shift}"
-    base += f" | {low}" if low else ""
     # the bits of an ID outside its timestamp and sequence (node, constants, sign) are base's
     others = ~((((1 << shape.ts_bits) - 1) << s) | shape.seq_mask)
-    rest = [*_internal_arguments(layout, shape, "tick"), str(shape.top)]
-    setting = f"idfields.{name}"
-    sequence, lease = _field_of_claim(4), _field_of_claim(6)
-    own = _literal(f"pg_temp.idfields_{name}")
-    limit = f"NULLIF(pg_catalog.current_setting({_literal(setting + '_limit')}, true), '')::bigint"
+    limit = _fill("limit", limit_setting=_literal(f"idfields.{name}_limit"))
     if shape.wraps:
         # Each new tick of a wrapping layout takes the slow path (its fence covers one tick):
         # the next ID goes on in the last ID's tick, as the hot path's test says.
-        next_id = "last + 1"
-        test = f"""(last # base) & {others} = 0
-        AND tick <= {limit}
-        AND {_wrapping_test(shape, "tick").format(candidate="next_id")}"""
+        next_id = _fill("wrapping_next_id")
+        window = _window_test(shape, "tick", "next_id")
+        test = _fill("wrapping_issuer_test", others=others, limit=limit, window_test=window)
     else:
-        next_id = f"GREATEST(last + 1, (tick << {s}) | base)"
+        next_id = _fill("growing_next_id", ts_shift=s)
         tick_of = f"next_id >> {s}"
         if shape.top:
             tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
-        test = f"""((last # base) | (next_id # base)) & {others} = 0
-        AND {tick_of} <= tick + {shape.max_ahead}
-        AND {tick_of} <= {limit}"""
-    return f"""DECLARE
-    claim text := pg_catalog.current_setting({_literal(setting + "_lease")}, true);
-    tick bigint := {tick};
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN {sequence} = pg_catalog.to_regclass({own})::oid::text
-            AND (pg_catalog.current_setting({_literal(setting)}, true) <> ''
-            OR {lease} = COALESCE(visible_lease::oid::text, {lease})
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF({sequence}, '')::oid END);
-    base bigint := {base};
-    next_id bigint := {next_id};
-BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF {test}
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config({_literal(setting)}, {sequence}, true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        {", ".join(rest)});
-END
-$$;
-"""
-
-
-def _field_of_claim(index: int) -> str:
-    """A field of the claim setting 'node:acquired:promise:sequence OID:holder:lease table OID',
-    '' where it has none (split_part(): no array to build and subscript)."""
-    return f"pg_catalog.split_part(claim, ':', {index})"
-
-
-def _with_top(shape: _Shape, bits: str) -> str:
-    return f"({bits} | {shape.top})" if shape.top else bits
-
-
-def _growing_test(shape: _Shape, now: str) -> str:
-    """next_snowflake()'s test over ``{candidate}``: not behind the tick of ``now``, and its
-    sequence bits did not carry."""
-    s = shape.ts_shift
-    window = f"{_with_top(shape, f'({now} << {s})')}) & {_SIGN | shape.seq_mask}) > 0"
-    return f"(({{candidate}} - {window}"
-
-
-def _wrapping_test(shape: _Shape, now: str) -> str:
-    """next_traceid()'s test over ``{candidate}``: its tick is now or now + 1 modulo the period
-    (bits above the lowest tick bit of the difference are zero) and its sequence did not
-    carry."""
-    s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
-    kept = ((period_mask - 1) << s) | shape.seq_mask
-    window = (
-        f"{_with_top(shape, f'(({now} & {period_mask}) << {s})')}) & {kept}) - 1)\n"
-        f"            & {-(1 << shape.seq_bits)}) = 0"
+        test = _fill(
+            "growing_issuer_test",
+            others=others,
+            tick_of_next=tick_of,
+            max_ahead=shape.max_ahead,
+            limit=limit,
+        )
+    return _fill(
+        "issuer_body",
+        lease_setting=_literal(f"idfields.{name}_lease"),
+        tick=tick,
+        own_sequence=_literal(f"pg_temp.idfields_{name}"),
+        switch=_literal(f"idfields.{name}"),
+        node_shift=shape.node_shift,
+        base_low=f" | {low}" if low else "",
+        next_id=next_id,
+        issuer_test=test,
+        next_arguments=", ".join([*_internal_arguments(layout, shape, "tick"), str(shape.top)]),
     )
-    return f"(((({{candidate}} - {window}"
 
 
-def _render_growing(shape: _Shape, now: str) -> str:
-    return _hot_path(shape, now, _growing_test(shape, now))
+def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:
+    """(create SQL, drop SQL) of decode_snowflake()'s twin or, for a wrapping timestamp,
+    decode_traceid()'s: (id, reference) IMMUTABLE, and (id) reading the clock."""
+    stamp = _stamp(layout)
+    node, sequence = layout.node_fields[0], layout.placed[-1]
+    # Whole milliseconds where the layout allows (like the clock), else microseconds.
+    per_us = 1000 if shape.epoch_us % 1000 == 0 and shape.unit_us % 1000 == 0 else 1
+    columns = {
+        "decoder": _ident(f"decode_{shape.name}"),
+        "stamp": _ident(stamp.name),
+        "node": _ident(node.name),
+        "sequence": _ident(sequence.name),
+        "seq_type": "integer" if sequence.radix <= 2**31 else "bigint",
+        "time_unit": "ms" if per_us == 1000 else "us",
+    }
+    # "time" adds whole days to a timestamp without time zone: exact (an interval times a
+    # float is not, past 2**53) and free of the session's DST.
+    create = _fill(
+        "decoder",
+        **columns,
+        reference="reference timestamptz, " if shape.wraps else "",
+        stamp_value=_field(layout, stamp),
+        node_value=_field(layout, node),
+        sequence_value=_field(layout, sequence),
+        first_at=-(-_FIRST_US // per_us),
+        last_at=_LAST_US // per_us,
+        per_day=_DAY_US // per_us,
+        unit_name="millisecond" if per_us == 1000 else "microsecond",
+        checks="\n        AND ".join(_checks(layout)),
+        at=_time(layout, shape, per_us),
+        tick=_tick(layout, shape),
+    )
+    drop = _fill("drop_decoder", decoder=columns["decoder"])
+    if not shape.wraps:
+        return create, drop
+    create += "\n" + _fill("decoder_at_clock", **columns)
+    return create, _fill("drop_decoder_at_reference", decoder=columns["decoder"]) + drop
 
 
-def _render_wrapping(shape: _Shape, now: str) -> str:
-    return _hot_path(shape, now, _wrapping_test(shape, now))
+def _tick(layout: Layout, shape: _Shape) -> str:
+    """The unwrapped tick as ``SELECT ... AS tick``: a wrapping one in the period nearest
+    ``reference`` (Layout.decode's ``now + (tick - now + half) % radix - half``)."""
+    raw = _field(layout, _stamp(layout))
+    if not shape.wraps:
+        return _fill("growing_tick", raw=raw)
+    unit = shape.unit_us
+    since = "(pg_catalog.extract('epoch', reference) * 1000000)::bigint"
+    if shape.epoch_us:
+        since += f" {'-' if shape.epoch_us > 0 else '+'} {abs(shape.epoch_us)}"
+    now = f"SELECT {since} AS now"
+    if unit != 1:  # floor division: a reference before the epoch has negative ticks
+        floor = f"(u.us - ((u.us % {unit}) + {unit}) % {unit}) / {unit}"
+        now = f"SELECT {floor} AS now FROM (SELECT {since} AS us) AS u"  # noqa: S608 (no input)
+    # now % radix first: the sums stay below 3 * radix, whatever the reference.
+    radix, half = 1 << shape.ts_bits, 1 << (shape.ts_bits - 1)
+    return _fill("wrapping_tick", raw=raw, radix=radix, half=half, now=now)
