@@ -21,8 +21,9 @@ search_path). Anything else raises :class:`~idfields.errors.LayoutError` naming 
 The SQL is one template, ``templates/layout.sql`` (package data): its named sections hold every
 statement and expression, and this module fills in their ``@name@`` placeholders with the
 layout's names, literals and geometry. It depends only on the layout's data (golden files in
-``tests/pg/golden/`` hold it for sample layouts). A migration operation stores the SQL it installs, as Django's writer writes it,
-so a migration replays the same way under any later release (:func:`layout_scripts`).
+``tests/pg/golden/`` hold it for sample layouts). A migration operation stores the SQL it
+installs, as Django's writer writes it, so a migration replays the same way under any later
+release (:func:`layout_scripts`).
 """
 
 from __future__ import annotations

@@ -37,6 +37,18 @@ DROP FUNCTION IF EXISTS idfields.node_range();
 DROP FUNCTION IF EXISTS idfields.time_slow_path(text, text, bigint, bigint, bigint, integer,
     integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
     regclass);
+DROP FUNCTION IF EXISTS idfields.time_claim(idfields.geometry, integer, bigint, bigint, bigint,
+    bigint, integer, integer, bigint, bigint);
+DROP FUNCTION IF EXISTS idfields.time_take_back_node(idfields.geometry, integer, bigint, bigint,
+    bigint, integer, text, bigint);
+DROP FUNCTION IF EXISTS idfields.time_claim_leased_node(idfields.geometry, integer, bigint,
+    bigint, bigint, integer, integer, text, bigint, integer);
+DROP FUNCTION IF EXISTS idfields.time_claim_new_node(idfields.geometry, integer, bigint, bigint,
+    bigint, integer, integer, text, bigint, integer);
+DROP FUNCTION IF EXISTS idfields.time_wait_for_clock(text, bigint, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS idfields.time_refuse(text, text, regclass);
+DROP FUNCTION IF EXISTS idfields.time_sequence(text);
+DROP TYPE IF EXISTS idfields.geometry;
 DROP FUNCTION IF EXISTS idfields.raise_node_fence(integer, bigint);
 DROP FUNCTION IF EXISTS idfields.node_fence_ms(integer, integer);
 DROP FUNCTION IF EXISTS idfields.fence_bucket(integer, integer);

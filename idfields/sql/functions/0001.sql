@@ -342,63 +342,28 @@ BEGIN
 END
 $node_range$;
 
--- The slow path of the time-based generators (see the header for the rules): the layout's
--- name (temporary sequence and settings), its lease key (the lease table's layout column: a
--- user layout's name plus a fingerprint), and the lease table the caller's search_path finds
--- (NULL: none, or not checked).
--- 'idfields.<layout>' (transaction-local) = OID of pg_temp.idfields_<layout>, the hot path's
--- switch; 'idfields.<layout>_lease' (session) = 'node:acquired_at_ms:expires_at_ms:sequence
--- OID:holder after "pg:<pid>:":lease table OID'; 'idfields.<layout>_limit' (session) = the
--- last tick the hot path may move to without renewing the lease.
--- The sequence's value is the last ID this backend issued (set with setval(), never nextval()).
-CREATE OR REPLACE FUNCTION idfields.time_slow_path(
-    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
-    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
-    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
-    lease_ms bigint, visible_lease regclass
-) RETURNS bigint
+-- A time-based layout's geometry, as the issuers write it in and the slow path's steps take it:
+-- the layout's name (its temporary sequence and settings), its lease key (the lease table's
+-- layout column), where its fields sit, and its window (max_ahead ticks) and lease (lease_ms).
+DO $geometry$
+BEGIN
+    IF pg_catalog.to_regtype('idfields.geometry') IS NULL THEN
+        CREATE TYPE idfields.geometry AS (
+            layout text, lease_key text, epoch_us bigint, unit_us bigint, ts_bits integer,
+            ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+            node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+            lease_ms bigint);
+    END IF;
+END
+$geometry$;
+
+-- Step: refuse a slow-path call this session may not make, with the first refusal that applies
+-- (time_slow_path tests the same conditions and calls this only when one holds).
+CREATE OR REPLACE FUNCTION idfields.time_refuse(
+    layout text, lease_key text, visible_lease regclass
+) RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
-DECLARE
-    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
-    lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
-    key integer := idfields.lease_lock_key(lease_key);
-    now_ms bigint;
-    period bigint := 1::bigint << ts_bits;
-    seq_mask bigint := (1::bigint << seq_bits) - 1;
-    node_mask bigint := 1;
-    -- The bits of an ID that are neither timestamp nor sequence: node and constants.
-    middle bigint := 9223372036854775807 # ((period - 1) << ts_shift) # seq_mask;
-    -- The promise less the limit: the limit leads the clock by an eighth of a lease (two
-    -- ticks at least), so the backend renews that often, and a re-take after a reset, which
-    -- fences on the limit, starts at most that far ahead of the clock.
-    margin bigint := lease_ms - GREATEST(lease_ms / 8, unit_us / 500);
-    me text;
-    -- The holder strings of this pid: this backend's rows, or an exited backend's (D3).
-    mine text := '^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$';
-    mine_prefix text := 'pg:' || pg_catalog.pg_backend_pid() || ':';
-    durable bigint;
-    found_row boolean;
-    -- Nodes a claim skipped for a durable fence past the window (D5 names them).
-    fenced integer := 0;
-    -- The clock when called: now_ms moves with it where a statement must read the time it runs.
-    called_ms bigint := idfields.clock_ms();
-    last bigint;
-    pos bigint;
-    pos_tick bigint;
-    pos_node integer;
-    claimed integer;
-    first_node integer;
-    last_node integer;
-    fenced_until_ms bigint;
-    acquired bigint;
-    promise bigint;
-    continues boolean;
-    tick bigint;
-    wait_us bigint;
-    waited_us bigint := 0;
-    started bigint;
-    cand record;
 BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
         RAISE EXCEPTION 'idfields: cannot issue % IDs on a hot standby', layout
@@ -431,54 +396,22 @@ BEGIN
                    'one copy of the idfields tables on the search_path, or reinstall the '
                    'functions with lease_schema set to the schema the app uses.';
     END IF;
-    IF seq IS NULL THEN
-        EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
-            'idfields_' || layout);
-        -- For the roles the session may switch to; other sessions never reach it.
-        EXECUTE pg_catalog.format('GRANT ALL ON SEQUENCE pg_temp.%I TO PUBLIC',
-            'idfields_' || layout);
-        seq := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
-    END IF;
-    last := pg_catalog.pg_sequence_last_value(seq);
-    IF lease IS NOT NULL AND lease <> '' THEN
-        claimed := pg_catalog.split_part(lease, ':', 1)::integer;
-        acquired := pg_catalog.split_part(lease, ':', 2)::bigint;
-        promise := pg_catalog.split_part(lease, ':', 3)::bigint;
-        me := 'pg:' || pg_catalog.pg_backend_pid() || ':' || pg_catalog.split_part(lease, ':', 5);
-        -- The claim was made on a position this sequence no longer holds (dropped, recreated,
-        -- or a claim without a sequence): IDs up to its promise may exist, so never go on.
-        -- A claim whose node is not the node of the sequence's last ID was not made here
-        -- (every claim moves the sequence onto its node): a stale or forged setting. Claim
-        -- afresh; this backend's own row, if it has one, is taken back behind its limit.
-        IF pg_catalog.split_part(lease, ':', 4) <> seq::oid::text OR last IS NULL
-            OR last & middle <> (claimed::bigint << node_shift) | fixed
-        THEN
-            claimed := NULL;
-        END IF;
-        IF claimed IS NOT NULL AND NOT EXISTS (
-            SELECT FROM @lease_schema@.idfields_node_lease AS l
-            WHERE l.layout = lease_key AND l.node = claimed AND l.holder = me
-              AND l.acquired_at_ms = acquired AND l.expires_at_ms = promise)
-        THEN
-            claimed := NULL;
-        END IF;
-    END IF;
-    -- The sequence holds this backend's last ID: the one after it tells where to go on. Its
-    -- tick is unwrapped against the clock (ahead by max_ahead + 1 at most, else behind).
-    IF last IS NULL THEN  -- a new sequence: nothing issued yet
-        pos := -1;
-        pos_tick := now_tick - 1;
-    ELSE
-        pos := last + 1;
-        pos_tick := (last >> ts_shift) & (period - 1);
-    END IF;
-    IF wraps AND last IS NOT NULL THEN
-        pos_tick := ((pos_tick - now_tick) % period + period) % period;
-        pos_tick := now_tick + pos_tick - CASE WHEN pos_tick > max_ahead + 1 THEN period ELSE 0 END;
-    END IF;
-    continues := pos > 0 AND pos & middle = (claimed::bigint << node_shift) | fixed
-        AND pos & seq_mask > seq_min;
-    tick := GREATEST(now_tick, pos_tick + CASE WHEN continues THEN 0 ELSE 1 END);
+END
+$$;
+
+-- Step: wait for a clock that stepped back behind this backend's position, at most 1 s in all
+-- (the app's generator waits as long); still behind, raise instead of repeating an ID. Returns
+-- the clock's tick after the wait.
+CREATE OR REPLACE FUNCTION idfields.time_wait_for_clock(
+    layout text, tick bigint, now_tick bigint, unit_us bigint, max_ahead bigint
+) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    wait_us bigint;
+    waited_us bigint := 0;
+    started bigint;
+BEGIN
     WHILE tick > now_tick + max_ahead LOOP
         wait_us := (tick - max_ahead - now_tick) * unit_us;
         EXIT WHEN waited_us + wait_us > 1000000;
@@ -496,6 +429,352 @@ BEGIN
                    'session (or DISCARD ALL), which claims another node at once; none is '
                    'repeated.';
     END IF;
+    RETURN now_tick;
+END
+$$;
+
+-- Claim step 1: take back the node of this backend's position while it holds the node's
+-- advisory lock: its row is ours, lapsed or gone, and the position (intact) continues it. Where
+-- the node's durable fence lies past the limit of this backend's own row, it starts at that
+-- fence at the earliest (D7: a rollback may have given the position back behind IDs it issued
+-- there), and leaves a node fenced past the window to its row's expiry. A wrapping layout
+-- always starts at the fence: its position's tick, unwrapped against a clock stepped back past
+-- the window, reads as a period behind, not ahead. Lets the lock go unless it claims.
+CREATE OR REPLACE FUNCTION idfields.time_take_back_node(
+    shape idfields.geometry, key integer, margin bigint, now_tick bigint, now_ms bigint,
+    node integer, me text, INOUT tick bigint, OUT claimed integer, OUT promise bigint
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    mine text := '^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$';
+    found_row boolean;
+    durable bigint;
+    cand record;
+BEGIN
+    SELECT l.expires_at_ms, l.holder INTO cand
+    FROM @lease_schema@.idfields_node_lease AS l
+    WHERE l.layout = shape.lease_key AND l.node = time_take_back_node.node
+    FOR UPDATE SKIP LOCKED;
+    found_row := FOUND;
+    durable := idfields.node_fence_ms(key, node);
+    durable := CASE WHEN NOT shape.wraps AND found_row AND cand.holder ~ mine
+            AND durable <= cand.expires_at_ms - margin THEN tick
+        ELSE (durable * 1000 - shape.epoch_us) / shape.unit_us END;
+    IF durable <= now_tick + shape.max_ahead THEN
+        tick := GREATEST(tick, durable);
+        promise := GREATEST(now_ms + shape.lease_ms,
+            (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
+    END IF;
+    IF durable > now_tick + shape.max_ahead THEN
+        NULL;  -- fenced past the window: left to its row's expiry
+    ELSIF NOT found_row THEN
+        INSERT INTO @lease_schema@.idfields_node_lease
+            (id, layout, node, holder, acquired_at_ms, expires_at_ms)
+        VALUES (-(key::bigint * 4294967296 + node) - 1, shape.lease_key, node, me, now_ms,
+            promise)
+        ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
+        IF FOUND THEN
+            claimed := node;
+        END IF;
+    ELSIF cand.expires_at_ms < now_ms OR cand.holder ~ mine THEN
+        UPDATE @lease_schema@.idfields_node_lease AS l
+        SET holder = me, acquired_at_ms = now_ms, expires_at_ms = promise
+        WHERE l.layout = shape.lease_key AND l.node = time_take_back_node.node;
+        claimed := node;
+        IF cand.holder !~ mine THEN
+            tick := GREATEST(tick,
+                (cand.expires_at_ms * 1000 - shape.epoch_us) / shape.unit_us + 1);
+        END IF;
+    END IF;
+    IF claimed IS NULL THEN  -- another holder has it now: let it go
+        PERFORM pg_catalog.pg_advisory_unlock(key, node);
+    END IF;
+END
+$$;
+
+-- Claim step 2: a row of the layout's nodes in [first_node, last_node] that this backend's own
+-- (its position was lost: DISCARD TEMP/ALL, RESET ALL, a dropped sequence) or lapsed, this
+-- backend's own first, then the oldest. Its own row is taken back after the limit its promise
+-- gave (the promise less the margin: no one else issued on the node while the row was its own,
+-- and it issued nothing past that limit), unless that is further ahead of the clock than the
+-- window; its rows are those naming its pid (D3). A lapsed row is fenced after its promise.
+-- Every claim starts at or after the node's durable fence too (D7), and skips a node fenced
+-- further ahead than the window (counted in fenced). Nodes another backend holds and rows
+-- another transaction locked are skipped, not waited on.
+CREATE OR REPLACE FUNCTION idfields.time_claim_leased_node(
+    shape idfields.geometry, key integer, margin bigint, now_tick bigint, now_ms bigint,
+    first_node integer, last_node integer, me text, INOUT tick bigint, INOUT fenced integer,
+    OUT claimed integer, OUT promise bigint
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    mine text := '^pg:' || pg_catalog.pg_backend_pid() || ':[0-9]*$';
+    mine_prefix text := 'pg:' || pg_catalog.pg_backend_pid() || ':';
+    durable bigint;
+    cand record;
+BEGIN
+    FOR cand IN SELECT f.node, f.expires_at_ms, f.own, f.fence FROM (
+            SELECT o.node, o.expires_at_ms, o.own, CASE WHEN o.own
+                    THEN ((o.expires_at_ms - margin) * 1000 - shape.epoch_us) / shape.unit_us
+                    ELSE (o.expires_at_ms * 1000 - shape.epoch_us) / shape.unit_us + 1
+                END AS fence
+            FROM (SELECT l.node, l.expires_at_ms,
+                      pg_catalog.starts_with(l.holder, mine_prefix) AND l.holder ~ mine AS own
+                  FROM @lease_schema@.idfields_node_lease AS l
+                  WHERE l.layout = shape.lease_key
+                    AND l.node BETWEEN first_node AND last_node) AS o
+            WHERE o.expires_at_ms < now_ms OR o.own) AS f
+        WHERE NOT f.own OR f.fence <= now_tick + shape.max_ahead
+        ORDER BY f.own DESC, f.expires_at_ms
+    LOOP
+        CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
+        SELECT GREATEST(cand.fence,
+            (idfields.node_fence_ms(key, cand.node) * 1000 - shape.epoch_us) / shape.unit_us)
+        INTO durable FROM @lease_schema@.idfields_node_lease AS l
+        WHERE l.layout = shape.lease_key AND l.node = cand.node
+          AND l.expires_at_ms = cand.expires_at_ms
+          AND (pg_catalog.starts_with(l.holder, mine_prefix) AND l.holder ~ mine) = cand.own
+        FOR UPDATE SKIP LOCKED;
+        IF FOUND AND durable <= now_tick + shape.max_ahead THEN
+            tick := GREATEST(tick, durable);
+            promise := GREATEST(now_ms + shape.lease_ms,
+                (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
+            UPDATE @lease_schema@.idfields_node_lease AS l
+            SET holder = me, acquired_at_ms = now_ms, expires_at_ms = promise
+            WHERE l.layout = shape.lease_key AND l.node = cand.node;
+            claimed := cand.node;
+            RETURN;
+        END IF;
+        fenced := fenced + CASE WHEN FOUND THEN 1 ELSE 0 END;
+        PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+    END LOOP;
+END
+$$;
+
+-- Claim step 3: a node of [first_node, last_node] no row names yet, at or after its durable
+-- fence (D7), skipping (and counting in fenced) one fenced further ahead than the window.
+CREATE OR REPLACE FUNCTION idfields.time_claim_new_node(
+    shape idfields.geometry, key integer, margin bigint, now_tick bigint, now_ms bigint,
+    first_node integer, last_node integer, me text, INOUT tick bigint, INOUT fenced integer,
+    OUT claimed integer, OUT promise bigint
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    durable bigint;
+    cand record;
+BEGIN
+    FOR cand IN SELECT s.n AS node
+        FROM pg_catalog.generate_series(first_node, last_node) AS s(n)
+        WHERE NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS l
+                          WHERE l.layout = shape.lease_key AND l.node = s.n)
+    LOOP
+        CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
+        durable := (idfields.node_fence_ms(key, cand.node) * 1000 - shape.epoch_us)
+            / shape.unit_us;
+        IF durable <= now_tick + shape.max_ahead THEN
+            tick := GREATEST(tick, durable);
+            promise := GREATEST(now_ms + shape.lease_ms,
+                (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
+            INSERT INTO @lease_schema@.idfields_node_lease
+                (id, layout, node, holder, acquired_at_ms, expires_at_ms)
+            VALUES (-(key::bigint * 4294967296 + cand.node) - 1, shape.lease_key,
+                cand.node, me, now_ms, promise)
+            ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
+        END IF;
+        IF durable <= now_tick + shape.max_ahead AND FOUND THEN
+            claimed := cand.node;
+            RETURN;
+        END IF;
+        fenced := fenced + CASE WHEN durable > now_tick + shape.max_ahead THEN 1 ELSE 0 END;
+        PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+    END LOOP;
+END
+$$;
+
+-- Step: claim a node for this backend (its claim was lost, lapsed or taken), acquired at now_ms,
+-- inside [first_node, last_node] (the layout's nodes in this database's range): first lets go
+-- of the advisory locks it still holds from earlier claims (rolled back, lost, lapsed), but the
+-- node its position (last) is on, which it takes back first (an ID issued on a claim rolled back
+-- with a savepoint may outlive it, so no other backend may claim that node meanwhile); then a
+-- row of its own or a lapsed one; then a node no row names. None free raises (53400). Returns
+-- the node, its promise, the holder string and the tick to issue at, after every fence.
+CREATE OR REPLACE FUNCTION idfields.time_claim(
+    shape idfields.geometry, key integer, margin bigint, now_tick bigint, now_ms bigint,
+    last bigint, first_node integer, last_node integer, fenced_until_ms bigint,
+    INOUT tick bigint, OUT claimed integer, OUT promise bigint, OUT me text
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    node_mask bigint := 1;
+    pos_node integer;
+    fenced integer := 0;
+    held bigint;
+    cand record;
+BEGIN
+    IF last IS NOT NULL THEN  -- the node of the last ID issued
+        WHILE node_mask <= shape.node_max LOOP
+            node_mask := node_mask * 2;
+        END LOOP;
+        pos_node := ((last >> shape.node_shift) & (node_mask - 1))::integer;
+    END IF;
+    me := idfields.backend_holder();
+    LOOP
+        SELECT l.objid::integer AS node INTO cand FROM pg_catalog.pg_locks AS l
+        WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
+          AND l.classid = key::oid AND l.objsubid = 2
+          AND l.objid::integer IS DISTINCT FROM pos_node AND l.database = (
+              SELECT d.oid FROM pg_catalog.pg_database AS d
+              WHERE d.datname = pg_catalog.current_database())
+        LIMIT 1;
+        EXIT WHEN NOT FOUND;
+        PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
+    END LOOP;
+    IF pos_node BETWEEN first_node AND last_node AND EXISTS (
+        SELECT FROM pg_catalog.pg_locks AS l
+        WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
+          AND l.classid = key::oid AND l.objid::integer = pos_node AND l.objsubid = 2)
+    THEN
+        SELECT * INTO tick, claimed, promise FROM idfields.time_take_back_node(
+            shape, key, margin, now_tick, now_ms, pos_node, me, tick);
+    END IF;
+    IF claimed IS NULL THEN
+        SELECT * INTO tick, fenced, claimed, promise FROM idfields.time_claim_leased_node(
+            shape, key, margin, now_tick, now_ms, first_node, last_node, me, tick, fenced);
+    END IF;
+    IF claimed IS NULL THEN
+        SELECT * INTO tick, fenced, claimed, promise FROM idfields.time_claim_new_node(
+            shape, key, margin, now_tick, now_ms, first_node, last_node, me, tick, fenced);
+    END IF;
+    IF first_node > last_node THEN
+        RAISE EXCEPTION 'idfields: layout % has no node in this database''s node range',
+            shape.layout
+            USING ERRCODE = '53400',
+            HINT = pg_catalog.format('The layout''s nodes are %s..%s; idfields.node_range() '
+                'holds none of them. Install the functions with a range that holds some '
+                '(nodes=).', shape.node_min, shape.node_max);
+    END IF;
+    IF claimed IS NULL THEN
+        SELECT pg_catalog.count(*) INTO held FROM @lease_schema@.idfields_node_lease AS l
+        WHERE l.layout = shape.lease_key AND l.expires_at_ms >= now_ms
+          AND l.node BETWEEN first_node AND last_node;
+        RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
+            '% are locked by other sessions (advisory locks of class %), % are fenced: '
+            'their durable fences (idfields.fence_<n>) lie more than % ticks ahead of '
+            'the clock', shape.layout, held, last_node - first_node + 1,
+            last_node - first_node + 1 - held - fenced, key, fenced, shape.max_ahead
+            USING ERRCODE = '53400',
+            HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
+                   '''advisory'', that classid) for the locks. Use fewer connections '
+                   'that generate IDs, wait for dead holders'' leases to lapse, end the '
+                   'sessions holding stray advisory locks, or choose a layout with more '
+                   'node bits. A durable fence lies ahead when a node sharing its '
+                   'sequence ran ahead or the clock stepped back: IDs resume on that '
+                   'node once the clock nears it.';
+    END IF;
+    -- A range narrowed while this claim waited for the table is seen now (each statement reads
+    -- the latest commit): the claim is undone, never kept outside it.
+    IF NOT EXISTS (SELECT FROM idfields.node_range() AS r
+                   WHERE claimed BETWEEN r.first_node AND r.last_node) THEN
+        RAISE EXCEPTION 'idfields: this database''s node range changed while node % '
+            'of layout % was claimed', claimed, shape.layout
+            USING ERRCODE = '40001',
+            HINT = 'A migration changed idfields.node_range(); retry the transaction.';
+    END IF;
+    -- Fencing: nodes this database was given may have been another database's.
+    tick := GREATEST(tick, (fenced_until_ms * 1000 - shape.epoch_us) / shape.unit_us + 1);
+END
+$$;
+
+-- Step: this backend's position in a layout, a new temporary sequence whose value is the last ID
+-- it issued (set with setval(), never nextval()), granted to PUBLIC for the roles the session
+-- may switch to (other sessions never reach it).
+CREATE OR REPLACE FUNCTION idfields.time_sequence(layout text) RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+BEGIN
+    EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
+        'idfields_' || layout);
+    EXECUTE pg_catalog.format('GRANT ALL ON SEQUENCE pg_temp.%I TO PUBLIC',
+        'idfields_' || layout);
+    RETURN pg_catalog.to_regclass('pg_temp.idfields_' || layout);
+END
+$$;
+
+-- The slow path of the time-based generators, in steps: refuse what the session may not do
+-- (time_refuse), find the claim and the position, wait for a clock behind the position
+-- (time_wait_for_clock), renew the claim or claim a node (time_claim), raise the node's durable
+-- fence, record the claim and its limit, issue. Its rules, and the settings it keeps, are in
+-- docs/explanation/lease-protocol-database.md.
+CREATE OR REPLACE FUNCTION idfields.time_slow_path(
+    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
+    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
+    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
+    lease_ms bigint, visible_lease regclass
+) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
+    lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
+    key integer := idfields.lease_lock_key(lease_key);
+    period bigint := 1::bigint << ts_bits;
+    seq_mask bigint := (1::bigint << seq_bits) - 1;
+    -- The bits of an ID that are neither timestamp nor sequence: node and constants.
+    middle bigint := 9223372036854775807 # ((period - 1) << ts_shift) # seq_mask;
+    -- The promise less the limit: the limit leads the clock by an eighth of a lease (two
+    -- ticks at least), so the backend renews that often.
+    margin bigint := lease_ms - GREATEST(lease_ms / 8, unit_us / 500);
+    called_ms bigint := idfields.clock_ms();  -- now_ms moves with the clock where it must
+    now_ms bigint; tick bigint; durable bigint; continues boolean;
+    last bigint; pos bigint; pos_tick bigint;  -- the last ID, the one after, and its tick
+    claimed integer; acquired bigint; promise bigint; me text;  -- the claim
+    first_node integer; last_node integer; fenced_until_ms bigint;  -- the database's range
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only') = 'on'
+        OR NOT (lease_key = layout OR (layout NOT IN ('snowflake', 'traceid')
+            AND pg_catalog.starts_with(lease_key, pg_catalog.left(layout, 51) || '#')))
+        OR visible_lease <> '@lease_schema@.idfields_node_lease'::regclass
+    THEN
+        PERFORM idfields.time_refuse(layout, lease_key, visible_lease);
+    END IF;
+    IF seq IS NULL THEN
+        seq := idfields.time_sequence(layout);
+    END IF;
+    last := pg_catalog.pg_sequence_last_value(seq);
+    -- The session's claim holds only if made on this very sequence, on the node of its last ID,
+    -- and its row is unchanged (D4: a stale or forged setting claims afresh).
+    IF lease IS NOT NULL AND lease <> '' THEN
+        claimed := pg_catalog.split_part(lease, ':', 1)::integer;
+        acquired := pg_catalog.split_part(lease, ':', 2)::bigint;
+        promise := pg_catalog.split_part(lease, ':', 3)::bigint;
+        me := 'pg:' || pg_catalog.pg_backend_pid() || ':' || pg_catalog.split_part(lease, ':', 5);
+        IF pg_catalog.split_part(lease, ':', 4) <> seq::oid::text OR last IS NULL
+            OR last & middle <> (claimed::bigint << node_shift) | fixed
+            OR NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS l
+                WHERE l.layout = lease_key AND l.node = claimed AND l.holder = me
+                  AND l.acquired_at_ms = acquired AND l.expires_at_ms = promise)
+        THEN
+            claimed := NULL;
+        END IF;
+    END IF;
+    -- The position: the ID after the last, its tick unwrapped against the clock (ahead by
+    -- max_ahead + 1 at most, else behind); a new sequence has none.
+    pos := CASE WHEN last IS NULL THEN -1 ELSE last + 1 END;
+    pos_tick := CASE WHEN last IS NULL THEN now_tick - 1 ELSE (last >> ts_shift) & (period - 1) END;
+    IF wraps AND last IS NOT NULL THEN
+        pos_tick := ((pos_tick - now_tick) % period + period) % period;
+        pos_tick := now_tick + pos_tick - CASE WHEN pos_tick > max_ahead + 1 THEN period ELSE 0 END;
+    END IF;
+    continues := pos > 0 AND pos & middle = (claimed::bigint << node_shift) | fixed
+        AND pos & seq_mask > seq_min;
+    tick := GREATEST(now_tick, pos_tick + CASE WHEN continues THEN 0 ELSE 1 END);
+    IF tick > now_tick + max_ahead THEN
+        now_tick := idfields.time_wait_for_clock(layout, tick, now_tick, unit_us, max_ahead);
+    END IF;
     now_ms := (epoch_us + now_tick * unit_us) / 1000;
     IF NOT wraps AND tick >= period THEN
         RAISE EXCEPTION 'idfields: layout % ran out of timestamps (% bits)', layout, ts_bits
@@ -503,11 +782,8 @@ BEGIN
             HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
                    'timestamp.';
     END IF;
-    -- D7: going on past the limit (a renewal) or, for a wrapping layout, to a new tick starts
-    -- at the node's durable fence at the earliest, as a claim does: the position may be one a
-    -- rollback gave back (a sequence dropped and restored), behind IDs a rolled-back
-    -- transaction of this backend issued on the node. A fence further ahead than the window
-    -- leaves the node to its row's expiry: claim another.
+    -- D7: a renewal, or a wrapping layout's new tick, starts at the node's durable fence at the
+    -- earliest; a fence past the window leaves the node to its row's expiry.
     IF claimed IS NOT NULL AND (wraps AND tick <> pos_tick
         OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000)
     THEN
@@ -518,233 +794,38 @@ BEGIN
             tick := GREATEST(tick, durable);
         END IF;
     END IF;
-    -- The promise covers the tick after this one by the margin (the limit); a backend far
-    -- ahead of its clock renews every tick rather than push its promise, and the fence of its
-    -- re-take after a reset, further ahead.
+    -- Past the limit (the promise less the margin): renew the row while it is still ours and
+    -- unexpired (the clock read as the row is, after any wait for a lock), else claim a node.
     IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000 THEN
         promise := GREATEST(now_ms + lease_ms,
             (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
-        -- The layout's nodes inside this database's range: every claim and renewal stays there.
         SELECT GREATEST(node_min, r.first_node), LEAST(node_max, r.last_node), r.fenced_until_ms
         INTO first_node, last_node, fenced_until_ms FROM idfields.node_range() AS r;
-        -- Renew our claim if the row is still ours and has not lapsed. A lapsed row may have
-        -- been claimed meanwhile (this backend's advisory lock may be gone too:
-        -- pg_advisory_unlock_all()) by a transaction that issued, raised the durable fence and
-        -- rolled back, leaving the row as it was: only a claim, which reads the fence, takes it
-        -- back (D7). The clock is read as the row is, after any wait for that transaction.
         IF claimed IS NOT NULL THEN
             UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
             WHERE l.layout = lease_key AND l.node = claimed
               AND l.holder = me AND l.acquired_at_ms = acquired
               AND l.expires_at_ms >= now_ms + idfields.clock_ms() - called_ms
               AND l.node BETWEEN first_node AND last_node;
-            IF NOT FOUND THEN  -- lapsed, or an app process took it: claim
-                claimed := NULL;
-            END IF;
+            claimed := CASE WHEN FOUND THEN claimed END;  -- lapsed, or an app process took it
         END IF;
         IF claimed IS NULL THEN
             continues := false;
-            tick := GREATEST(tick, pos_tick + 1);
-            IF last IS NOT NULL THEN  -- the node of the last ID issued
-                WHILE node_mask <= node_max LOOP
-                    node_mask := node_mask * 2;
-                END LOOP;
-                pos_node := ((last >> node_shift) & (node_mask - 1))::integer;
-            END IF;
-            me := idfields.backend_holder();
             acquired := now_ms;
-            -- Locks this backend still holds from earlier claims (rolled back, lost, lapsed):
-            -- let them go, except the node its position is on, which it takes back first
-            -- below: an ID issued on a claim rolled back with a savepoint may outlive it, so
-            -- no other backend may claim that node meanwhile.
-            LOOP
-                SELECT l.objid::integer AS node INTO cand FROM pg_catalog.pg_locks AS l
-                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
-                  AND l.classid = key::oid AND l.objsubid = 2
-                  AND l.objid::integer IS DISTINCT FROM pos_node AND l.database = (
-                      SELECT d.oid FROM pg_catalog.pg_database AS d
-                      WHERE d.datname = pg_catalog.current_database())
-                LIMIT 1;
-                EXIT WHEN NOT FOUND;
-                PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-            END LOOP;
-            -- The position's node, while this backend holds its lock: its row is ours, lapsed
-            -- or gone, and the position (intact) continues it. Where the node's durable fence
-            -- lies past the limit of this backend's own row, it starts at that fence at the
-            -- earliest (D7: a rollback may have given the position back behind IDs it issued
-            -- there), and leaves a node fenced past the window to its row's expiry. A wrapping
-            -- layout always starts at the fence: its position's tick, unwrapped against a
-            -- clock stepped back past the window, reads as a period behind, not ahead.
-            IF pos_node BETWEEN first_node AND last_node AND EXISTS (
-                SELECT FROM pg_catalog.pg_locks AS l
-                WHERE l.locktype = 'advisory' AND l.pid = pg_catalog.pg_backend_pid()
-                  AND l.classid = key::oid AND l.objid::integer = pos_node AND l.objsubid = 2)
-            THEN
-                SELECT l.expires_at_ms, l.holder INTO cand
-                FROM @lease_schema@.idfields_node_lease AS l
-                WHERE l.layout = lease_key AND l.node = pos_node
-                FOR UPDATE SKIP LOCKED;
-                found_row := FOUND;
-                durable := idfields.node_fence_ms(key, pos_node);
-                durable := CASE WHEN NOT wraps AND found_row AND cand.holder ~ mine
-                        AND durable <= cand.expires_at_ms - margin THEN tick
-                    ELSE (durable * 1000 - epoch_us) / unit_us END;
-                IF durable <= now_tick + max_ahead THEN
-                    tick := GREATEST(tick, durable);
-                    promise := GREATEST(now_ms + lease_ms,
-                        (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
-                END IF;
-                IF durable > now_tick + max_ahead THEN
-                    NULL;  -- fenced past the window: left to its row's expiry
-                ELSIF NOT found_row THEN
-                    INSERT INTO @lease_schema@.idfields_node_lease
-                        (id, layout, node, holder, acquired_at_ms, expires_at_ms)
-                    VALUES (-(key::bigint * 4294967296 + pos_node) - 1, lease_key, pos_node, me,
-                        acquired, promise)
-                    ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
-                    IF FOUND THEN
-                        claimed := pos_node;
-                    END IF;
-                ELSIF cand.expires_at_ms < now_ms OR cand.holder ~ mine THEN
-                    UPDATE @lease_schema@.idfields_node_lease AS l
-                    SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
-                    WHERE l.layout = lease_key AND l.node = pos_node;
-                    claimed := pos_node;
-                    IF cand.holder !~ mine THEN
-                        tick := GREATEST(tick,
-                            (cand.expires_at_ms * 1000 - epoch_us) / unit_us + 1);
-                    END IF;
-                END IF;
-                IF claimed IS NULL THEN  -- another holder has it now: let it go
-                    PERFORM pg_catalog.pg_advisory_unlock(key, pos_node);
-                END IF;
-            END IF;
-            -- This very backend's own row first: its position was lost (DISCARD TEMP/ALL, RESET
-            -- ALL, a dropped sequence), and no one else issues on that node while the row is
-            -- its own; it issued nothing past the limit its promise gave (the promise less the
-            -- margin), so it goes on after that limit instead of claiming a node at every
-            -- pooler reset, unless that is further ahead of the clock than the window. Its
-            -- rows are those naming its pid (D3: whatever the current role may read). Then
-            -- lapsed rows (oldest first), fenced after their promise. Every claim starts at or
-            -- after the node's durable fence too (D7: what a rolled-back claim or renewal
-            -- issued past the row it left), and skips a node whose fence is further ahead than
-            -- the window. Nodes another backend holds and rows another transaction has locked
-            -- are skipped, not waited on.
-            IF claimed IS NULL THEN
-                FOR cand IN SELECT f.node, f.expires_at_ms, f.own, f.fence FROM (
-                        SELECT o.node, o.expires_at_ms, o.own, CASE WHEN o.own
-                                THEN ((o.expires_at_ms - margin) * 1000 - epoch_us) / unit_us
-                                ELSE (o.expires_at_ms * 1000 - epoch_us) / unit_us + 1
-                            END AS fence
-                        FROM (SELECT l.node, l.expires_at_ms,
-                                  pg_catalog.starts_with(l.holder, mine_prefix)
-                                      AND l.holder ~ mine AS own
-                              FROM @lease_schema@.idfields_node_lease AS l
-                              WHERE l.layout = lease_key
-                                AND l.node BETWEEN first_node AND last_node) AS o
-                        WHERE o.expires_at_ms < now_ms OR o.own) AS f
-                    WHERE NOT f.own OR f.fence <= now_tick + max_ahead
-                    ORDER BY f.own DESC, f.expires_at_ms
-                LOOP
-                    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                    SELECT GREATEST(cand.fence,
-                        (idfields.node_fence_ms(key, cand.node) * 1000 - epoch_us) / unit_us)
-                    INTO durable FROM @lease_schema@.idfields_node_lease AS l
-                    WHERE l.layout = lease_key AND l.node = cand.node
-                      AND l.expires_at_ms = cand.expires_at_ms
-                      AND (pg_catalog.starts_with(l.holder, mine_prefix)
-                          AND l.holder ~ mine) = cand.own
-                    FOR UPDATE SKIP LOCKED;
-                    IF FOUND AND durable <= now_tick + max_ahead THEN
-                        tick := GREATEST(tick, durable);
-                        promise := GREATEST(now_ms + lease_ms,
-                            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
-                        UPDATE @lease_schema@.idfields_node_lease AS l
-                        SET holder = me, acquired_at_ms = acquired, expires_at_ms = promise
-                        WHERE l.layout = lease_key AND l.node = cand.node;
-                        claimed := cand.node;
-                        EXIT;
-                    END IF;
-                    fenced := fenced + CASE WHEN FOUND THEN 1 ELSE 0 END;
-                    PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-                END LOOP;
-            END IF;
-            IF claimed IS NULL THEN
-                FOR cand IN SELECT g.n AS node
-                    FROM pg_catalog.generate_series(first_node, last_node) AS g(n)
-                    WHERE NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS l
-                                      WHERE l.layout = lease_key AND l.node = g.n)
-                LOOP
-                    CONTINUE WHEN NOT pg_catalog.pg_try_advisory_lock(key, cand.node);
-                    durable := (idfields.node_fence_ms(key, cand.node) * 1000 - epoch_us)
-                        / unit_us;
-                    IF durable <= now_tick + max_ahead THEN
-                        tick := GREATEST(tick, durable);
-                        promise := GREATEST(now_ms + lease_ms,
-                            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
-                        INSERT INTO @lease_schema@.idfields_node_lease
-                            (id, layout, node, holder, acquired_at_ms, expires_at_ms)
-                        VALUES (-(key::bigint * 4294967296 + cand.node) - 1, lease_key,
-                            cand.node, me, acquired, promise)
-                        ON CONFLICT ON CONSTRAINT idfields_node_lease_layout_node_uniq DO NOTHING;
-                    END IF;
-                    IF durable <= now_tick + max_ahead AND FOUND THEN
-                        claimed := cand.node;
-                        EXIT;
-                    END IF;
-                    fenced := fenced + CASE WHEN durable > now_tick + max_ahead THEN 1 ELSE 0 END;
-                    PERFORM pg_catalog.pg_advisory_unlock(key, cand.node);
-                END LOOP;
-            END IF;
-            IF first_node > last_node THEN
-                RAISE EXCEPTION 'idfields: layout % has no node in this database''s node range',
-                    layout
-                    USING ERRCODE = '53400',
-                    HINT = pg_catalog.format('The layout''s nodes are %s..%s; idfields.node_range() '
-                        'holds none of them. Install the functions with a range that holds some '
-                        '(nodes=).', node_min, node_max);
-            END IF;
-            IF claimed IS NULL THEN
-                SELECT pg_catalog.count(*) INTO last FROM @lease_schema@.idfields_node_lease AS l
-                WHERE l.layout = lease_key AND l.expires_at_ms >= now_ms
-                  AND l.node BETWEEN first_node AND last_node;
-                RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
-                    '% are locked by other sessions (advisory locks of class %), % are fenced: '
-                    'their durable fences (idfields.fence_<n>) lie more than % ticks ahead of '
-                    'the clock', layout, last, last_node - first_node + 1,
-                    last_node - first_node + 1 - last - fenced, key, fenced, max_ahead
-                    USING ERRCODE = '53400',
-                    HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
-                           '''advisory'', that classid) for the locks. Use fewer connections '
-                           'that generate IDs, wait for dead holders'' leases to lapse, end the '
-                           'sessions holding stray advisory locks, or choose a layout with more '
-                           'node bits. A durable fence lies ahead when a node sharing its '
-                           'sequence ran ahead or the clock stepped back: IDs resume on that '
-                           'node once the clock nears it.';
-            END IF;
-            -- A range narrowed while this claim waited for the table is seen now (each
-            -- statement reads the latest commit): the claim is undone, never kept outside it.
-            IF NOT EXISTS (SELECT FROM idfields.node_range() AS r
-                           WHERE claimed BETWEEN r.first_node AND r.last_node) THEN
-                RAISE EXCEPTION 'idfields: this database''s node range changed while node % '
-                    'of layout % was claimed', claimed, layout
-                    USING ERRCODE = '40001',
-                    HINT = 'A migration changed idfields.node_range(); retry the transaction.';
-            END IF;
-            -- Fencing: nodes this database was given may have been another database's.
-            tick := GREATEST(tick, (fenced_until_ms * 1000 - epoch_us) / unit_us + 1);
+            SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(
+                ROW(layout, lease_key, epoch_us, unit_us, ts_bits, ts_shift, wraps, node_shift,
+                    node_min, node_max, seq_bits, seq_min, fixed, max_ahead, lease_ms
+                )::idfields.geometry,
+                key, margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
+                GREATEST(tick, pos_tick + 1));
         END IF;
     END IF;
-    -- D7: a rollback takes back the lease row this transaction wrote, here or in an earlier
-    -- call. Before the ID is handed out, the node's durable fence covers this tick and every
-    -- tick the backend may go on to without this path: up to the limit for a growing layout
-    -- (time_next() moves to a new tick by itself inside it), none for a wrapping one (each new
-    -- tick comes here).
+    -- D7: before the ID goes out, the node's durable fence covers this tick and every tick the
+    -- backend may go on to without this path (up to the limit for a growing layout).
     PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
         CASE WHEN NOT wraps THEN promise - margin END,
         (epoch_us + (tick + 1) * unit_us + 999) / 1000));
-    -- The claim and its limit are session settings, set together on every call: a rollback
-    -- (of the transaction, or to a savepoint) reverts both, with the lease row they describe.
+    -- The claim and its limit, set together: a rollback reverts both with the lease row.
     PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
         claimed || ':' || acquired || ':' || promise || ':' || seq::oid || ':'
         || pg_catalog.split_part(me, ':', 3) || ':'
@@ -1382,6 +1463,16 @@ REVOKE ALL ON FUNCTION
         integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
     idfields.time_slow_path(text, text, bigint, bigint, bigint, integer, integer, boolean,
         integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
+    idfields.time_refuse(text, text, regclass), idfields.time_sequence(text),
+    idfields.time_wait_for_clock(text, bigint, bigint, bigint, bigint),
+    idfields.time_claim(idfields.geometry, integer, bigint, bigint, bigint, bigint, integer,
+        integer, bigint, bigint),
+    idfields.time_take_back_node(idfields.geometry, integer, bigint, bigint, bigint, integer,
+        text, bigint),
+    idfields.time_claim_leased_node(idfields.geometry, integer, bigint, bigint, bigint,
+        integer, integer, text, bigint, integer),
+    idfields.time_claim_new_node(idfields.geometry, integer, bigint, bigint, bigint, integer,
+        integer, text, bigint, integer),
     idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
     idfields.raise_node_fence(integer, bigint)
     FROM PUBLIC;
