@@ -423,19 +423,15 @@ def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
 
 
 def _internal_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:
-    """The internal functions' arguments: name, lease key, ``now``, the geometry, and the lease
-    table the caller's search_path finds (an issuer's ``visible_lease``)."""
-    return [
-        _literal(shape.name),
-        _literal(layout.lease_key),
-        now,
-        *_geometry(shape),
-        "visible_lease",
-    ]
+    """The internal functions' arguments: the geometry (an ``idfields.geometry``: name, lease
+    key, then where the fields sit), ``now``, and the lease table the caller's search_path finds
+    (an issuer's ``visible_lease``)."""
+    geometry = ", ".join([_literal(shape.name), _literal(layout.lease_key), *_geometry(shape)])
+    return [f"ROW({geometry})::idfields.geometry", now, "visible_lease"]
 
 
 def _geometry(shape: _Shape) -> list[str]:
-    """The layout's geometry as SQL literals, in the order every slow-path signature takes it."""
+    """Where the layout's fields sit as SQL literals, in the order of ``idfields.geometry``."""
     values = [
         shape.epoch_us,
         shape.unit_us,

@@ -25,8 +25,9 @@ def test_a_lease_key_of_another_layout_is_refused(connect: Connect, app_role: st
     owner, app = connect(), connect(user=app_role)
     for layout, key in (("snowflake", "traceid"), ("snowflake", "snowflake#0123456789ab")):
         call = (
-            f"SELECT idfields.time_slow_path('{layout}', '{key}', idfields.clock_ms() - "
-            f"1704067200000, {SNOWFLAKE_GEOMETRY}, to_regclass('idfields_node_lease'))"
+            f"SELECT idfields.time_slow_path(ROW('{layout}', '{key}', {SNOWFLAKE_GEOMETRY})"
+            f"::idfields.geometry, idfields.clock_ms() - 1704067200000, "
+            f"to_regclass('idfields_node_lease'))"
         )
         with pytest.raises(psycopg.errors.InvalidParameterValue, match="is not the key of"):
             owner.execute(call.encode())
@@ -122,11 +123,12 @@ def test_a_claim_set_by_hand_on_another_backends_node_issues_nothing_there(
 FORGED_GEOMETRY = "1704067200000000, 1000, 41, 22, false, 12, {node}, {node}, 12, 0, 0, 1000, 2000"
 FORGED_CALLS = {
     "take_id_ranges": "SELECT pg_catalog.generate_series(r.first_id, r.last_id) FROM "
-    "idfields.take_id_ranges({forged}, 5000, (idfields.clock_ms() - {tick}) * 1000, 1000, 41, "
-    "22, false, 12, {node}, {node}, 12, 0, 0, 1000, 2000, NULL) AS r",
-    "time_slow_path": "SELECT idfields.time_slow_path({forged}, {tick}, {geometry}, NULL) "
-    "FROM pg_catalog.generate_series(1, 300)",
-    "time_next": "SELECT idfields.time_next({forged}, {tick}, {geometry}, NULL, 0) "
+    "idfields.take_id_ranges(ROW({forged}, (idfields.clock_ms() - {tick}) * 1000, 1000, 41, "
+    "22, false, 12, {node}, {node}, 12, 0, 0, 1000, 2000)::idfields.geometry, 5000, NULL) AS r",
+    "time_slow_path": "SELECT idfields.time_slow_path(ROW({forged}, {geometry})"
+    "::idfields.geometry, {tick}, NULL) FROM pg_catalog.generate_series(1, 300)",
+    "time_next": "SELECT idfields.time_next(ROW({forged}, {geometry})::idfields.geometry, "
+    "{tick}, NULL, 0) "
     "FROM pg_catalog.generate_series(1, 300)",
 }
 

@@ -477,8 +477,9 @@ def test_a_stray_hook_call_cannot_push_a_lease_years_ahead(connect: Any, app_rol
             app.execute("SELECT idfields.issue_snowflake_at(%s, NULL)", [unix_ms])
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             app.execute(
-                "SELECT idfields.time_slow_path('snowflake', 'snowflake', %s, 1704067200000000, "
-                "1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, NULL::regclass)",
+                "SELECT idfields.time_slow_path(ROW('snowflake', 'snowflake', 1704067200000000, "
+                "1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, %s, "
+                "NULL::regclass)",
                 [unix_ms],
             )
     finally:

@@ -27,16 +27,11 @@ DROP FUNCTION IF EXISTS idfields."issue_traceid_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_traceid_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_traceid"(regclass);
 -- END built-in layouts
-DROP FUNCTION IF EXISTS idfields.time_next(text, text, bigint, bigint, bigint, integer, integer,
-    boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint);
-DROP FUNCTION IF EXISTS idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer,
-    integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
-    regclass);
+DROP FUNCTION IF EXISTS idfields.time_next(idfields.geometry, bigint, regclass, bigint);
+DROP FUNCTION IF EXISTS idfields.take_id_ranges(idfields.geometry, bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.lease_table();
 DROP FUNCTION IF EXISTS idfields.node_range();
-DROP FUNCTION IF EXISTS idfields.time_slow_path(text, text, bigint, bigint, bigint, integer,
-    integer, boolean, integer, integer, integer, integer, bigint, bigint, bigint, bigint,
-    regclass);
+DROP FUNCTION IF EXISTS idfields.time_slow_path(idfields.geometry, bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.time_claim(idfields.geometry, integer, bigint, bigint, bigint,
     bigint, integer, integer, bigint, bigint);
 DROP FUNCTION IF EXISTS idfields.time_take_back_node(idfields.geometry, integer, bigint, bigint,

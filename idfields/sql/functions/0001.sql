@@ -1,141 +1,24 @@
--- idfields database-side ID functions: schema idfields with next_snowflake(), next_traceid(),
--- next_decimal() (the layouts and epochs of idfields.layouts), their bulk forms
--- take_<layout>(n) and take_<layout>_ranges(n), and decode_snowflake/_traceid/_decimal(bigint),
--- which agree with Python's Layout.decode bit for bit. load(version, lease_schema=...) writes the
--- schema of the idfields tables where @lease_schema@ stands. Every statement is idempotent
--- (CREATE OR REPLACE), so installing over an earlier version upgrades it in place; the last
--- statement records the version in the schema's comment, which the install operations read.
+-- idfields SQL 0001: schema idfields, the database-side ID functions.
 --
--- NODE IDENTITY (snowflake, traceid, user layouts). A backend claims a row of
--- idfields_node_lease the way the app does (a row whose expires_at_ms has passed, or a node
--- never used; the new holder starts strictly after the old expires_at_ms), holding a
--- session-level advisory lock (idfields.lease_lock_key(lease key), node) while it uses the node.
--- The row says holder = 'pg:<pid>:<backend start, unix ms>' (the start empty where the role may
--- not read it; a backend knows its rows by the pid alone), and expires_at_ms is the backend's
--- promise: it issues no tick past its limit (the promise less a margin, leading the clock by an
--- eighth of a lease) and renews it (UPDATE of its own row) when it reaches that limit, so the
--- promise stays most of a lease ahead. A live backend's row is unexpired like a live process's.
--- Claims never wait: nodes another backend holds are skipped (advisory try-lock), rows another
--- transaction locked are skipped (FOR UPDATE SKIP LOCKED). A backend idle past its lease may
--- lose the row to an app process; its next call sees the holder changed and claims another node.
+-- next_snowflake(), next_traceid() and next_decimal() issue IDs of the layouts of
+-- idfields.layouts, take_<layout>(n) and take_<layout>_ranges(n) many at once, and
+-- decode_snowflake/_traceid/_decimal(bigint) agree with Python's Layout.decode bit for bit. A
+-- backend leases its node from idfields_node_lease as an app process does: load(version,
+-- lease_schema=...) writes the tables' schema where @lease_schema@ stands, and the install's node
+-- range where @first_node@ and @last_node@ stand.
 --
--- DURABLE FENCE. A rollback takes back the lease row its transaction wrote (claim, re-take,
--- renewal), yet the IDs handed out under it were read. Before the slow path returns an ID, it
--- raises the node's durable fence (a permanent sequence, idfields.fence_<n>: setval() outlives
--- ROLLBACK, DISCARD and exit) over every tick the backend may issue before it comes back: to
--- the end of the limit (a growing layout) or of the tick (a wrapping one). Every claim, of a
--- backend or an app process, starts at that fence at the earliest, and so does every path that
--- goes on from the backend's position past the limit it had: the renewal of a held claim, the
--- continuation of the position on the node whose advisory lock it holds (where the fence lies
--- past its own row's limit), and a wrapping
--- layout's move to a new tick (a rollback may give back a position that is not the backend's
--- latest: DISCARD TEMP inside the transaction drops the sequence, the rollback restores it).
--- A node whose fence lies further ahead of the clock than max_ahead is left, and another
--- claimed (docs/explanation/lease-protocol-database.md, D7).
+-- Every statement is idempotent (CREATE OR REPLACE), so installing over an earlier version
+-- upgrades it in place; the last statement records the version in the schema's comment, which
+-- the install operations read. The functions a caller runs are inlined SQL (next_<layout>(): the
+-- hot path) that hand everything else to PL/pgSQL run as the owner (SECURITY DEFINER, a pinned
+-- search_path) with the layout's geometry written in; the internal functions, which take a
+-- layout, lease key, geometry or tick, are revoked from PUBLIC. Every name is schema-qualified:
+-- pg_dump restores with an empty search_path.
 --
--- NODE RANGE. idfields.node_range() records the nodes this database issues on (the install's
--- nodes=, default every node): every claim, of a backend here or of an app process leasing
--- from these tables, stays inside it, so databases given disjoint ranges (shards publishing
--- into one subscriber, primaries replicating both ways) never issue the same ID. The install
--- sets it: narrowing it is refused while a live lease holds a node it gives up (lapsed rows
--- there lose their holder, so no renewal revives them); widening it, or a first install with a
--- range, fences every claim here after fenced_until_ms (the install's clock + 1 s), so nodes
--- another database gave up are taken strictly after its last ID even across 1 s of clock skew.
---
--- POSITION AND STATE. Each backend keeps its position in a temporary sequence
--- (pg_temp.idfields_<layout>) whose value is the last ID itself, advanced with
--- currval()/setval() so the caller's lastval() is left alone; a rollback does not rewind a
--- sequence, so a backend's IDs keep increasing. The claim (session setting
--- 'idfields.<layout>_lease') records that sequence's OID and the lease table's: a missing,
--- recreated or new sequence (DISCARD TEMP, DROP, a pooler's reset) drops the claim; the backend
--- then takes back its own live lease row (holder names its pid) behind the limit that row's
--- promise gave and the node's durable fence, so a pooler's resets keep one node per backend
--- (docs/explanation/lease-protocol-database.md). A rollback may give back a sequence that
--- DISCARD TEMP dropped inside its transaction, with the claim made before: the backend goes on
--- from it inside that claim's limit, and past it only from the node's durable fence (D7).
--- The claim and its renewal limit
--- ('idfields.<layout>_limit') are session settings set together on every slow-path call, so a
--- rollback (of the transaction or to a savepoint) reverts both with the lease row they describe.
--- The switch 'idfields.<layout>' (transaction-local) holds the sequence's OID once a
--- transaction's first ID has checked the claim; the hot path reads it.
---
--- HOT PATH. next_<layout>() is plain SQL that PostgreSQL inlines into the calling statement,
--- holding only the common case: currval() + 1 lies in the validated tick, is not behind the
--- clock and has sequence bits left; setval() issues it. Everything else is one PL/pgSQL call
--- whose plans the session caches (a statement's planning grows with every inlined node):
--- issue_<layout>(), which runs as the owner (see GRANTS) and checks the transaction's first ID
--- itself, its geometry as literals (for a growing layout an ID in a new tick too), and hands
--- anything else to time_next(), with time_slow_path() (claim, renew, clock checks) behind it.
--- A transaction's first ID goes on with the session's claim without the slow path when the
--- claim is on this very sequence, the transaction may write, the caller finds the claim's
--- lease table, and the last ID is on the claim's node inside the lease's limit. The issuers,
--- hot paths and bulk forms of snowflake and traceid are rendered by idfields.sql.layouts, the
--- template of user layouts, and written in below.
---
--- CLOCK. clock_timestamp(), never now(): one statement may span many milliseconds. When the
--- clock steps back, or a tick's sequence runs out, a backend keeps counting in later ticks, up
--- to 1 s ahead of the clock, then waits for the clock (up to 1 s, like the app's generator);
--- further than that raises (SQLSTATE 22008) instead of repeating. A wrapping layout cannot
--- tell a position that far ahead from one a period behind: its backend leaves the node to its
--- fence and claims another (D7). next_<layout>_at(now_tick)
--- is next_<layout>() with the tick given: a test hook, revoked from PUBLIC with
--- issue_<layout>_at(), the one function PUBLIC cannot run that takes a tick from its caller.
---
--- BULK. take_<layout>_ranges(n) returns one (first_id, last_id) row per tick, the same IDs in
--- the same order as n calls of next_<layout>(), for the INSERT to expand:
---     INSERT INTO t (id, ...) SELECT id, ... FROM idfields.take_snowflake_ranges(n) AS r,
---         pg_catalog.generate_series(r.first_id, r.last_id) AS id;
--- A PL/pgSQL set-returning function hands back its whole set in a tuplestore, which costs more
--- per ID than IDENTITY's nextval(); about 250 rows of ranges per million IDs cost nothing next
--- to the rows. take_<layout>(n) expands the same ranges as a set of IDs.
---
--- DECIMAL. The database side issues under one generator id of the latest launch
--- (idfields_launch) at a time, taken from idfields_counter 'generator:<launch>', the counter the
--- app uses, and recorded in the permanent sequence idfields.decimal_issued before its first ID
--- goes out; each backend takes a block of 10,000 counters of it by nextval() and counts in its
--- temporary sequence. A rollback takes back neither a block nor the recorded generator id
--- (the counter row's increment it does undo), and every claim, of a backend or an app process,
--- passes the recorded one: a generator id under which an ID went out is never handed out again
--- (docs/explanation/lease-protocol-database.md, D8). A reset costs the rest of a block. Only a
--- move to a new generator id (the first, one per 922,330,000 IDs, a newer launch) writes the
--- counter row, which stays locked until that transaction ends. The hot path is inlined SQL.
---
--- NAME BINDING. Every SQL-language function has a BEGIN ATOMIC body: PostgreSQL binds its
--- operators, functions and types when it is created (under the search_path this script pins
--- below) and still inlines it. Every PL/pgSQL function a caller can run (the issue_*
--- functions, decimal_slow_path(), node_holder_rows()) runs with SET search_path = pg_catalog,
--- pg_temp; the internal ones it calls, revoked from PUBLIC, run under that pinned search_path
--- and have no SET clause of their own (a nested one costs every transaction's first ID 1-2 us
--- more). No caller's search_path can substitute an operator or function,
--- for any role. The slow path refuses to lease when the caller's search_path finds another
--- idfields_node_lease than the one written in at install (app and database would lease from
--- different tables).
---
--- REFUSALS. A standby and a read-only transaction raise idfields' own error (SQLSTATE 25006).
--- A transaction made read-only after its first ID (SET TRANSACTION READ ONLY) goes on inside
--- the lease that ID validated, which needs no write, and is refused where it would renew.
--- PREPARE TRANSACTION is not supported after a database-side ID: the position lives in a
--- temporary sequence, and PostgreSQL refuses to prepare a transaction that used one.
---
--- GRANTS. The public functions (next_<layout>(), take_<layout>(n), take_<layout>_ranges(n),
--- next_decimal(), the decoders) are inlined SQL run as the caller: they read and setval() the
--- caller's own temporary sequence and settings, and hand everything else to functions that run
--- as the owner (the role that installed them: SECURITY DEFINER, SET search_path = pg_catalog,
--- pg_temp) and take nothing a caller could forge: issue_<layout>(visible_lease),
--- issue_<layout>_ranges(n, visible_lease), decimal_slow_path(), node_holder_rows(). Those
--- create the temporary sequence (granted to PUBLIC, so the inlined part reads and moves it
--- under any role the session switches to), claim and renew the lease as the owner, and read
--- backend_start in pg_stat_activity as the owner. The internal functions, which take a layout,
--- lease key, geometry or tick as arguments (time_slow_path(), time_next(), take_id_ranges()),
--- and the test hooks (next_<layout>_at(), issue_<layout>_at()) are revoked from PUBLIC. So a
--- role calling the functions needs only:
---   GRANT USAGE ON SCHEMA idfields TO app;
---   EXECUTE on the public functions and what they call as the caller (PUBLIC has it by default).
--- The owner needs SELECT, INSERT, UPDATE on <lease schema>.idfields_node_lease and
--- idfields_counter, SELECT on idfields_launch and TEMPORARY on the database. A reset backend
--- finds its own lease row by its pid; the holder string shows backend_start where the owner may
--- read it (a superuser, the role the sessions log in as, or a member of pg_read_all_stats).
--- pg_dump restores with an empty search_path: every name below is schema-qualified.
+-- The rules these functions keep, and why, are in docs/explanation/: lease-protocol.md (L1-L9)
+-- and lease-protocol-database.md (D1-D8) for claims, renewals, resets, rollbacks, durable fences
+-- and decimal generator ids; postgresql-internals.md for the slow path's steps and settings, the
+-- clock, node ranges, name binding, grants, what is not supported and what a transaction pays.
 
 SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
@@ -710,24 +593,21 @@ $$;
 -- fence, record the claim and its limit, issue. Its rules, and the settings it keeps, are in
 -- docs/explanation/lease-protocol-database.md.
 CREATE OR REPLACE FUNCTION idfields.time_slow_path(
-    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
-    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
-    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
-    lease_ms bigint, visible_lease regclass
+    shape idfields.geometry, now_tick bigint, visible_lease regclass
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || layout);
-    lease text := pg_catalog.current_setting('idfields.' || layout || '_lease', true);
-    key integer := idfields.lease_lock_key(lease_key);
-    period bigint := 1::bigint << ts_bits;
-    seq_mask bigint := (1::bigint << seq_bits) - 1;
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout);
+    lease text := pg_catalog.current_setting('idfields.' || shape.layout || '_lease', true);
+    key integer := idfields.lease_lock_key(shape.lease_key);
+    period bigint := 1::bigint << shape.ts_bits;
+    seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
     -- The bits of an ID that are neither timestamp nor sequence: node and constants.
-    middle bigint := 9223372036854775807 # ((period - 1) << ts_shift) # seq_mask;
+    middle bigint := 9223372036854775807 # ((period - 1) << shape.ts_shift) # seq_mask;
     -- The promise less the limit: the limit leads the clock by an eighth of a lease (two
     -- ticks at least), so the backend renews that often.
-    margin bigint := lease_ms - GREATEST(lease_ms / 8, unit_us / 500);
+    margin bigint := shape.lease_ms - GREATEST(shape.lease_ms / 8, shape.unit_us / 500);
     called_ms bigint := idfields.clock_ms();  -- now_ms moves with the clock where it must
     now_ms bigint; tick bigint; durable bigint; continues boolean;
     last bigint; pos bigint; pos_tick bigint;  -- the last ID, the one after, and its tick
@@ -735,14 +615,14 @@ DECLARE
     first_node integer; last_node integer; fenced_until_ms bigint;  -- the database's range
 BEGIN
     IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only') = 'on'
-        OR NOT (lease_key = layout OR (layout NOT IN ('snowflake', 'traceid')
-            AND pg_catalog.starts_with(lease_key, pg_catalog.left(layout, 51) || '#')))
+        OR NOT (shape.lease_key = shape.layout OR (shape.layout NOT IN ('snowflake', 'traceid')
+            AND pg_catalog.starts_with(shape.lease_key, pg_catalog.left(shape.layout, 51) || '#')))
         OR visible_lease <> '@lease_schema@.idfields_node_lease'::regclass
     THEN
-        PERFORM idfields.time_refuse(layout, lease_key, visible_lease);
+        PERFORM idfields.time_refuse(shape.layout, shape.lease_key, visible_lease);
     END IF;
     IF seq IS NULL THEN
-        seq := idfields.time_sequence(layout);
+        seq := idfields.time_sequence(shape.layout);
     END IF;
     last := pg_catalog.pg_sequence_last_value(seq);
     -- The session's claim holds only if made on this very sequence, on the node of its last ID,
@@ -753,9 +633,9 @@ BEGIN
         promise := pg_catalog.split_part(lease, ':', 3)::bigint;
         me := 'pg:' || pg_catalog.pg_backend_pid() || ':' || pg_catalog.split_part(lease, ':', 5);
         IF pg_catalog.split_part(lease, ':', 4) <> seq::oid::text OR last IS NULL
-            OR last & middle <> (claimed::bigint << node_shift) | fixed
+            OR last & middle <> (claimed::bigint << shape.node_shift) | shape.fixed
             OR NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS l
-                WHERE l.layout = lease_key AND l.node = claimed AND l.holder = me
+                WHERE l.layout = shape.lease_key AND l.node = claimed AND l.holder = me
                   AND l.acquired_at_ms = acquired AND l.expires_at_ms = promise)
         THEN
             claimed := NULL;
@@ -764,31 +644,35 @@ BEGIN
     -- The position: the ID after the last, its tick unwrapped against the clock (ahead by
     -- max_ahead + 1 at most, else behind); a new sequence has none.
     pos := CASE WHEN last IS NULL THEN -1 ELSE last + 1 END;
-    pos_tick := CASE WHEN last IS NULL THEN now_tick - 1 ELSE (last >> ts_shift) & (period - 1) END;
-    IF wraps AND last IS NOT NULL THEN
+    pos_tick := CASE WHEN last IS NULL THEN now_tick - 1
+        ELSE (last >> shape.ts_shift) & (period - 1) END;
+    IF shape.wraps AND last IS NOT NULL THEN
         pos_tick := ((pos_tick - now_tick) % period + period) % period;
-        pos_tick := now_tick + pos_tick - CASE WHEN pos_tick > max_ahead + 1 THEN period ELSE 0 END;
+        pos_tick := now_tick + pos_tick
+            - CASE WHEN pos_tick > shape.max_ahead + 1 THEN period ELSE 0 END;
     END IF;
-    continues := pos > 0 AND pos & middle = (claimed::bigint << node_shift) | fixed
-        AND pos & seq_mask > seq_min;
+    continues := pos > 0 AND pos & middle = (claimed::bigint << shape.node_shift) | shape.fixed
+        AND pos & seq_mask > shape.seq_min;
     tick := GREATEST(now_tick, pos_tick + CASE WHEN continues THEN 0 ELSE 1 END);
-    IF tick > now_tick + max_ahead THEN
-        now_tick := idfields.time_wait_for_clock(layout, tick, now_tick, unit_us, max_ahead);
+    IF tick > now_tick + shape.max_ahead THEN
+        now_tick := idfields.time_wait_for_clock(shape.layout, tick, now_tick, shape.unit_us,
+            shape.max_ahead);
     END IF;
-    now_ms := (epoch_us + now_tick * unit_us) / 1000;
-    IF NOT wraps AND tick >= period THEN
-        RAISE EXCEPTION 'idfields: layout % ran out of timestamps (% bits)', layout, ts_bits
+    now_ms := (shape.epoch_us + now_tick * shape.unit_us) / 1000;
+    IF NOT shape.wraps AND tick >= period THEN
+        RAISE EXCEPTION 'idfields: layout % ran out of timestamps (% bits)', shape.layout,
+            shape.ts_bits
             USING ERRCODE = '22003',
             HINT = 'No ID was issued. Move the column to a layout with a later epoch or a wider '
                    'timestamp.';
     END IF;
     -- D7: a renewal, or a wrapping layout's new tick, starts at the node's durable fence at the
     -- earliest; a fence past the window leaves the node to its row's expiry.
-    IF claimed IS NOT NULL AND (wraps AND tick <> pos_tick
-        OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000)
+    IF claimed IS NOT NULL AND (shape.wraps AND tick <> pos_tick
+        OR shape.epoch_us + (tick + 1) * shape.unit_us > (promise - margin) * 1000)
     THEN
-        durable := (idfields.node_fence_ms(key, claimed) * 1000 - epoch_us) / unit_us;
-        IF durable > now_tick + max_ahead THEN
+        durable := (idfields.node_fence_ms(key, claimed) * 1000 - shape.epoch_us) / shape.unit_us;
+        IF durable > now_tick + shape.max_ahead THEN
             claimed := NULL;
         ELSE
             tick := GREATEST(tick, durable);
@@ -796,14 +680,16 @@ BEGIN
     END IF;
     -- Past the limit (the promise less the margin): renew the row while it is still ours and
     -- unexpired (the clock read as the row is, after any wait for a lock), else claim a node.
-    IF claimed IS NULL OR epoch_us + (tick + 1) * unit_us > (promise - margin) * 1000 THEN
-        promise := GREATEST(now_ms + lease_ms,
-            (epoch_us + (tick + 2) * unit_us + 999) / 1000 + margin);
-        SELECT GREATEST(node_min, r.first_node), LEAST(node_max, r.last_node), r.fenced_until_ms
+    IF claimed IS NULL OR shape.epoch_us + (tick + 1) * shape.unit_us > (promise - margin) * 1000
+    THEN
+        promise := GREATEST(now_ms + shape.lease_ms,
+            (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
+        SELECT GREATEST(shape.node_min, r.first_node), LEAST(shape.node_max, r.last_node),
+            r.fenced_until_ms
         INTO first_node, last_node, fenced_until_ms FROM idfields.node_range() AS r;
         IF claimed IS NOT NULL THEN
             UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
-            WHERE l.layout = lease_key AND l.node = claimed
+            WHERE l.layout = shape.lease_key AND l.node = claimed
               AND l.holder = me AND l.acquired_at_ms = acquired
               AND l.expires_at_ms >= now_ms + idfields.clock_ms() - called_ms
               AND l.node BETWEEN first_node AND last_node;
@@ -812,33 +698,30 @@ BEGIN
         IF claimed IS NULL THEN
             continues := false;
             acquired := now_ms;
-            SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(
-                ROW(layout, lease_key, epoch_us, unit_us, ts_bits, ts_shift, wraps, node_shift,
-                    node_min, node_max, seq_bits, seq_min, fixed, max_ahead, lease_ms
-                )::idfields.geometry,
-                key, margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
+            SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
+                margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
                 GREATEST(tick, pos_tick + 1));
         END IF;
     END IF;
     -- D7: before the ID goes out, the node's durable fence covers this tick and every tick the
     -- backend may go on to without this path (up to the limit for a growing layout).
     PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
-        CASE WHEN NOT wraps THEN promise - margin END,
-        (epoch_us + (tick + 1) * unit_us + 999) / 1000));
+        CASE WHEN NOT shape.wraps THEN promise - margin END,
+        (shape.epoch_us + (tick + 1) * shape.unit_us + 999) / 1000));
     -- The claim and its limit, set together: a rollback reverts both with the lease row.
-    PERFORM pg_catalog.set_config('idfields.' || layout || '_lease',
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_lease',
         claimed || ':' || acquired || ':' || promise || ':' || seq::oid || ':'
         || pg_catalog.split_part(me, ':', 3) || ':'
         || '@lease_schema@.idfields_node_lease'::regclass::oid, false);
-    PERFORM pg_catalog.set_config('idfields.' || layout || '_limit', LEAST(
-        ((promise - margin) * 1000 - epoch_us) / unit_us - 1,
-        CASE WHEN NOT wraps THEN period - 2 END)::text, false);
-    PERFORM pg_catalog.set_config('idfields.' || layout, seq::oid::text, true);
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_limit', LEAST(
+        ((promise - margin) * 1000 - shape.epoch_us) / shape.unit_us - 1,
+        CASE WHEN NOT shape.wraps THEN period - 2 END)::text, false);
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout, seq::oid::text, true);
     IF continues AND tick = pos_tick THEN
         RETURN pg_catalog.setval(seq, pos);
     END IF;
-    RETURN pg_catalog.setval(seq, ((CASE WHEN wraps THEN tick % period ELSE tick END)
-        << ts_shift) | (claimed::bigint << node_shift) | fixed | seq_min);
+    RETURN pg_catalog.setval(seq, ((CASE WHEN shape.wraps THEN tick % period ELSE tick END)
+        << shape.ts_shift) | (claimed::bigint << shape.node_shift) | shape.fixed | shape.seq_min);
 END
 $$;
 
@@ -847,31 +730,27 @@ $$;
 -- sequence is taken in one setval(). The same IDs, in the same order, as n calls of
 -- next_<layout>(); about one slow-path call per tick.
 CREATE OR REPLACE FUNCTION idfields.take_id_ranges(
-    layout text, lease_key text, n bigint, epoch_us bigint, unit_us bigint,
-    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
-    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
-    lease_ms bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
+    shape idfields.geometry, n bigint, visible_lease regclass, OUT first_id bigint,
+    OUT last_id bigint
 ) RETURNS SETOF record
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE ROWS 250
 AS $$
 DECLARE
-    seq_mask bigint := (1::bigint << seq_bits) - 1;
+    seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
     left_over bigint := n;
 BEGIN
     IF n IS NULL OR n < 0 THEN
-        RAISE EXCEPTION 'idfields: take_%(n) and take_%_ranges(n) need n >= 0, got %', layout,
-            layout, n
+        RAISE EXCEPTION 'idfields: take_%(n) and take_%_ranges(n) need n >= 0, got %', shape.layout,
+            shape.layout, n
             USING ERRCODE = '22023', HINT = 'Pass the number of IDs wanted.';
     END IF;
     WHILE left_over > 0 LOOP
-        first_id := idfields.time_slow_path(layout, lease_key,
-            (idfields.clock_us() - epoch_us) / unit_us, epoch_us, unit_us, ts_bits, ts_shift,
-            wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed, max_ahead,
-            lease_ms, visible_lease);
+        first_id := idfields.time_slow_path(shape,
+            (idfields.clock_us() - shape.epoch_us) / shape.unit_us, visible_lease);
         last_id := first_id + LEAST(left_over, seq_mask - (first_id & seq_mask) + 1) - 1;
         IF last_id > first_id THEN
             PERFORM pg_catalog.setval(
-                pg_catalog.to_regclass('pg_temp.idfields_' || layout), last_id);
+                pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout), last_id);
         END IF;
         RETURN NEXT;
         left_over := left_over - (last_id - first_id + 1);
@@ -888,26 +767,23 @@ $$;
 -- bulk INSERT is not costed (and JIT-compiled) as if it ran per row. top: the constant bits
 -- above the timestamp; now_tick NULL: the clock's.
 CREATE OR REPLACE FUNCTION idfields.time_next(
-    layout text, lease_key text, now_tick bigint, epoch_us bigint, unit_us bigint,
-    ts_bits integer, ts_shift integer, wraps boolean, node_shift integer, node_min integer,
-    node_max integer, seq_bits integer, seq_min bigint, fixed bigint, max_ahead bigint,
-    lease_ms bigint, visible_lease regclass, top bigint
+    shape idfields.geometry, now_tick bigint, visible_lease regclass, top bigint
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
 AS $$
 DECLARE
-    seq regclass := NULLIF(pg_catalog.current_setting('idfields.' || layout, true), '')::oid;
-    seq_mask bigint := (1::bigint << seq_bits) - 1;
-    period_mask bigint := (1::bigint << ts_bits) - 1;
+    seq regclass := NULLIF(pg_catalog.current_setting('idfields.' || shape.layout, true), '')::oid;
+    seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
+    period_mask bigint := (1::bigint << shape.ts_bits) - 1;
     claim text[];
     lim bigint;
     last bigint;
 BEGIN
-    now_tick := COALESCE(now_tick, (idfields.clock_us() - epoch_us) / unit_us);
+    now_tick := COALESCE(now_tick, (idfields.clock_us() - shape.epoch_us) / shape.unit_us);
     -- A switch naming anything but this session's own sequence was set by hand: never act on
     -- it as the owner (D4).
     IF seq IS NOT NULL
-        AND seq IS DISTINCT FROM pg_catalog.to_regclass('pg_temp.idfields_' || layout)
+        AND seq IS DISTINCT FROM pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout)
     THEN
         seq := NULL;
     END IF;
@@ -921,61 +797,58 @@ BEGIN
     -- after DISCARD SEQUENCES.
     IF seq IS NULL THEN
         claim := pg_catalog.string_to_array(
-            pg_catalog.current_setting('idfields.' || layout || '_lease', true), ':');
-        lim := NULLIF(pg_catalog.current_setting('idfields.' || layout || '_limit', true), '');
-        IF claim[4] = pg_catalog.to_regclass('pg_temp.idfields_' || layout)::oid::text
+            pg_catalog.current_setting('idfields.' || shape.layout || '_lease', true), ':');
+        lim := NULLIF(pg_catalog.current_setting('idfields.' || shape.layout || '_limit', true),
+            '');
+        IF claim[4] = pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout)::oid::text
             AND pg_catalog.current_setting('transaction_read_only') = 'off'
             AND claim[6] = COALESCE(visible_lease::oid::text, claim[6]) AND lim IS NOT NULL
         THEN
             last := pg_catalog.setval(claim[4]::oid,
                 pg_catalog.pg_sequence_last_value(claim[4]::oid));
-            IF last & (9223372036854775807 # (period_mask << ts_shift) # seq_mask)
-                    = (claim[1]::bigint << node_shift) | fixed
-                AND (wraps OR ((last >> ts_shift) & period_mask) < lim)
-                AND pg_catalog.int8range(CASE WHEN NOT wraps
-                    THEN ((last >> ts_shift) & period_mask) + 1 - max_ahead END, lim, '[]')
+            IF last & (9223372036854775807 # (period_mask << shape.ts_shift) # seq_mask)
+                    = (claim[1]::bigint << shape.node_shift) | shape.fixed
+                AND (shape.wraps OR ((last >> shape.ts_shift) & period_mask) < lim)
+                AND pg_catalog.int8range(CASE WHEN NOT shape.wraps
+                    THEN ((last >> shape.ts_shift) & period_mask) + 1 - shape.max_ahead END,
+                    lim, '[]')
                     @> now_tick
             THEN
-                seq := pg_catalog.set_config('idfields.' || layout, claim[4], true)::oid;
+                seq := pg_catalog.set_config('idfields.' || shape.layout, claim[4], true)::oid;
             END IF;
         END IF;
     END IF;
     IF seq IS NOT NULL THEN
         last := pg_catalog.currval(seq);
         -- The hot path's own test, for the first ID of a transaction (see next_snowflake()).
-        IF (CASE WHEN wraps
-            THEN ((((last + 1 - (((now_tick & period_mask) << ts_shift) | top))
-                & (((period_mask - 1) << ts_shift) | seq_mask)) - 1) & ~seq_mask) = 0
-            ELSE ((last + 1 - ((now_tick << ts_shift) | top))
+        IF (CASE WHEN shape.wraps
+            THEN ((((last + 1 - (((now_tick & period_mask) << shape.ts_shift) | top))
+                & (((period_mask - 1) << shape.ts_shift) | seq_mask)) - 1) & ~seq_mask) = 0
+            ELSE ((last + 1 - ((now_tick << shape.ts_shift) | top))
                 & (-9223372036854775808 | seq_mask)) > 0 END)
         THEN
             RETURN pg_catalog.setval(seq, last + 1);
         END IF;
         -- A growing layout moves to a new tick itself inside the validated window: no tick
         -- past the limit, which a re-take after a reset fences on (time_slow_path).
-        IF NOT wraps AND GREATEST(now_tick, ((last >> ts_shift) & period_mask) + 1)
+        IF NOT shape.wraps AND GREATEST(now_tick, ((last >> shape.ts_shift) & period_mask) + 1)
                 <= NULLIF(pg_catalog.current_setting(
-                'idfields.' || layout || '_limit', true), '')::bigint
+                'idfields.' || shape.layout || '_limit', true), '')::bigint
             AND last & seq_mask <> seq_mask
         THEN
             RETURN pg_catalog.setval(seq,
-                (GREATEST(now_tick, ((last >> ts_shift) & period_mask) + 1) << ts_shift)
-                | (last & (((1::bigint << ts_shift) - 1) # seq_mask)) | top | seq_min);
+                (GREATEST(now_tick, ((last >> shape.ts_shift) & period_mask) + 1) << shape.ts_shift)
+                | (last & (((1::bigint << shape.ts_shift) - 1) # seq_mask)) | top | shape.seq_min);
         END IF;
     END IF;
-    RETURN idfields.time_slow_path(layout, lease_key, now_tick, epoch_us, unit_us, ts_bits,
-        ts_shift, wraps, node_shift, node_min, node_max, seq_bits, seq_min, fixed, max_ahead,
-        lease_ms, visible_lease);
+    RETURN idfields.time_slow_path(shape, now_tick, visible_lease);
 END
 $$;
 
 -- snowflake (41-bit ms since 2024-01-01 | 10-bit node | 12-bit sequence) and traceid (25-bit
 -- unix seconds mod 2^25 | 16-bit node_no | 22-bit counter >= 1): their issuers, hot paths and
--- bulk forms, rendered by idfields.sql.layouts from the template of user layouts (see the
--- header). The issuers run as the functions' owner (SECURITY DEFINER), the layout's name, lease
--- key and geometry written in; the caller hands them no geometry, lease key or tick, only the
--- lease table its own search_path finds, which its search_path decides anyway. A tick is taken
--- only by issue_<layout>_at(), the test hook's, revoked like the hook.
+-- bulk forms, as idfields.sql.layouts renders them from idfields/sql/templates/layout.sql, the
+-- template of user layouts.
 -- BEGIN built-in layouts, as idfields.sql.layouts renders them
 CREATE OR REPLACE FUNCTION idfields."issue_snowflake"(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
@@ -1009,7 +882,7 @@ BEGIN
             pg_catalog.set_config('idfields.snowflake', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'snowflake', 'snowflake', tick, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, visible_lease, 0);
+        ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 
@@ -1046,7 +919,7 @@ BEGIN
             pg_catalog.set_config('idfields.snowflake', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'snowflake', 'snowflake', tick, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, visible_lease, 0);
+        ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_snowflake_at"(bigint, regclass) FROM PUBLIC;
@@ -1059,7 +932,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('snowflake', 'snowflake', n, 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 
@@ -1133,7 +1006,7 @@ BEGIN
             pg_catalog.set_config('idfields.traceid', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'traceid', 'traceid', tick, 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000, visible_lease, 0);
+        ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 
@@ -1171,7 +1044,7 @@ BEGIN
             pg_catalog.set_config('idfields.traceid', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'traceid', 'traceid', tick, 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000, visible_lease, 0);
+        ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_traceid_at"(bigint, regclass) FROM PUBLIC;
@@ -1184,7 +1057,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('traceid', 'traceid', n, 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 
@@ -1457,12 +1330,9 @@ END;
 -- reaches them through the issue_* functions. (The test hooks, which issue at any tick they are
 -- given, are revoked where they are created: a hook's grantee needs issue_<layout>_at too.)
 REVOKE ALL ON FUNCTION
-    idfields.time_next(text, text, bigint, bigint, bigint, integer, integer, boolean, integer,
-        integer, integer, integer, bigint, bigint, bigint, bigint, regclass, bigint),
-    idfields.take_id_ranges(text, text, bigint, bigint, bigint, integer, integer, boolean,
-        integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
-    idfields.time_slow_path(text, text, bigint, bigint, bigint, integer, integer, boolean,
-        integer, integer, integer, integer, bigint, bigint, bigint, bigint, regclass),
+    idfields.time_next(idfields.geometry, bigint, regclass, bigint),
+    idfields.take_id_ranges(idfields.geometry, bigint, regclass),
+    idfields.time_slow_path(idfields.geometry, bigint, regclass),
     idfields.time_refuse(text, text, regclass), idfields.time_sequence(text),
     idfields.time_wait_for_clock(text, bigint, bigint, bigint, bigint),
     idfields.time_claim(idfields.geometry, integer, bigint, bigint, bigint, bigint, integer,

@@ -35,7 +35,7 @@ BEGIN
             pg_catalog.set_config('idfields.coarse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'coarse', 'coarse#44db1635ee9e', tick, 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, visible_lease, 0);
+        ROW('coarse', 'coarse#44db1635ee9e', 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 
@@ -72,7 +72,7 @@ BEGIN
             pg_catalog.set_config('idfields.coarse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'coarse', 'coarse#44db1635ee9e', tick, 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, visible_lease, 0);
+        ROW('coarse', 'coarse#44db1635ee9e', 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_coarse_at"(bigint, regclass) FROM PUBLIC;
@@ -85,7 +85,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('coarse', 'coarse#44db1635ee9e', n, 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('coarse', 'coarse#44db1635ee9e', 1704067200000000, 1000000, 32, 31, false, 23, 0, 255, 23, 0, 0, 1, 5000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 

@@ -35,7 +35,7 @@ BEGIN
             pg_catalog.set_config('idfields.fine', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'fine', 'fine#30d758cf0517', tick, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, visible_lease, 0);
+        ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 
@@ -72,7 +72,7 @@ BEGIN
             pg_catalog.set_config('idfields.fine', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'fine', 'fine#30d758cf0517', tick, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, visible_lease, 0);
+        ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_fine_at"(bigint, regclass) FROM PUBLIC;
@@ -85,7 +85,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('fine', 'fine#30d758cf0517', n, 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 

@@ -35,7 +35,7 @@ BEGIN
             pg_catalog.set_config('idfields.narrow', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'narrow', 'narrow#b4f0ae9ca745', tick, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, visible_lease, 0);
+        ROW('narrow', 'narrow#b4f0ae9ca745', 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 
@@ -72,7 +72,7 @@ BEGIN
             pg_catalog.set_config('idfields.narrow', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'narrow', 'narrow#b4f0ae9ca745', tick, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, visible_lease, 0);
+        ROW('narrow', 'narrow#b4f0ae9ca745', 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_narrow_at"(bigint, regclass) FROM PUBLIC;
@@ -85,7 +85,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('narrow', 'narrow#b4f0ae9ca745', n, 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('narrow', 'narrow#b4f0ae9ca745', 1704067200000000, 1000, 41, 14, false, 4, 0, 1023, 4, 0, 0, 1000, 2000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 

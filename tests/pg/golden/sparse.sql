@@ -35,7 +35,7 @@ BEGIN
             pg_catalog.set_config('idfields.sparse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'sparse', 'sparse#dd74f73ed98f', tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease, 0);
+        ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 
@@ -72,7 +72,7 @@ BEGIN
             pg_catalog.set_config('idfields.sparse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'sparse', 'sparse#dd74f73ed98f', tick, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease, 0);
+        ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, tick, visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_sparse_at"(bigint, regclass) FROM PUBLIC;
@@ -85,7 +85,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('sparse', 'sparse#dd74f73ed98f', n, 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 

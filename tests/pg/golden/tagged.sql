@@ -35,7 +35,7 @@ BEGIN
             pg_catalog.set_config('idfields.tagged', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'tagged', 'tagged#8c58ad8103bd', tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
+        ROW('tagged', 'tagged#8c58ad8103bd', 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000)::idfields.geometry, tick, visible_lease, 144115188075855872);
 END
 $$;
 
@@ -72,7 +72,7 @@ BEGIN
             pg_catalog.set_config('idfields.tagged', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'tagged', 'tagged#8c58ad8103bd', tick, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease, 144115188075855872);
+        ROW('tagged', 'tagged#8c58ad8103bd', 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000)::idfields.geometry, tick, visible_lease, 144115188075855872);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_tagged_at"(bigint, regclass) FROM PUBLIC;
@@ -85,7 +85,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('tagged', 'tagged#8c58ad8103bd', n, 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('tagged', 'tagged#8c58ad8103bd', 1704067200000000, 1000, 41, 15, false, 6, 3, 200, 5, 1, 144115188075872288, 1000, 2000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 

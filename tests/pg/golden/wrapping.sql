@@ -36,7 +36,7 @@ BEGIN
             pg_catalog.set_config('idfields.wrapping', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'wrapping', 'wrapping#5a22352cf624', tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
+        ROW('wrapping', 'wrapping#5a22352cf624', 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000)::idfields.geometry, tick, visible_lease, 281474976710656);
 END
 $$;
 
@@ -74,7 +74,7 @@ BEGIN
             pg_catalog.set_config('idfields.wrapping', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
     END IF;
     RETURN idfields.time_next(
-        'wrapping', 'wrapping#5a22352cf624', tick, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease, 281474976710656);
+        ROW('wrapping', 'wrapping#5a22352cf624', 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000)::idfields.geometry, tick, visible_lease, 281474976710656);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_wrapping_at"(bigint, regclass) FROM PUBLIC;
@@ -87,7 +87,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
     RETURN QUERY SELECT r.first_id, r.last_id
-    FROM idfields.take_id_ranges('wrapping', 'wrapping#5a22352cf624', n, 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000, visible_lease) AS r;
+    FROM idfields.take_id_ranges(ROW('wrapping', 'wrapping#5a22352cf624', 0, 1000, 30, 18, true, 10, 0, 255, 10, 0, 281474976710656, 1000, 2000)::idfields.geometry, n, visible_lease) AS r;
 END
 $$;
 
