@@ -4,9 +4,11 @@ An ``Integer`` foreign key pointing at an ``id_column`` key is 32 bits on Postgr
 (SQLite's INTEGER happens to be 64): every row inserted after the first ID overflows it, at run
 time and far from the model that caused it. This names each such column with the fix.
 
-:func:`watch` runs the check on a ``MetaData`` again where its tables are complete: before
+:func:`watch` runs the check on a ``MetaData`` where its tables are complete: before
 ``create_all()``, and after the ORM configures its mappers (the first query or flush), which
-Alembic-only projects reach too as soon as the application runs.
+Alembic-only projects reach too as soon as the application runs. Never while the tables are
+being defined: a foreign key may name a table defined later in the module, as SQLAlchemy's own
+many-to-many example does, and SQLAlchemy resolves it only when the mappers configure.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ _warned: weakref.WeakKeyDictionary[MetaData, set[str]] = weakref.WeakKeyDictiona
 def check_metadata(metadata: MetaData) -> list[str]:
     """One message per column of ``metadata`` that references an ID column but is narrower."""
     problems = []
-    for table in metadata.sorted_tables:
+    for table in metadata.tables.values():  # sorted_tables would resolve every foreign key
         for column in table.columns:
             target = _id_target(column)
             if target is not None and _narrow(column):
@@ -68,8 +70,7 @@ def _narrow(column: Column[Any]) -> bool:
 
 
 def watch(metadata: MetaData) -> None:
-    """Check ``metadata`` now, before ``create_all()`` and once the ORM's mappers are configured."""
-    warn_narrow_columns(metadata)
+    """Check ``metadata`` before ``create_all()`` and once the ORM's mappers are configured."""
     if metadata not in _watched:
         _watched.add(metadata)
         event.listen(metadata, "before_create", _before_create)

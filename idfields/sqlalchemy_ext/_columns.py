@@ -27,7 +27,7 @@ from idfields._generation import Generation, database_functions
 from idfields.layouts import Layout
 from idfields.sqlalchemy_ext import _flush  # noqa: F401  (the ORM fill: its listener, at import)
 from idfields.sqlalchemy_ext._registry import context_default
-from idfields.sqlalchemy_ext._tables import INFO_KEY, add_tables
+from idfields.sqlalchemy_ext._tables import INFO_KEY, define_tables
 
 
 class _IdDefault(CallableColumnDefault):
@@ -69,7 +69,7 @@ def _bring_tables(column: Column[Any]) -> None:
     @event.listens_for(column, "after_parent_attach")
     def attached(column: Column[Any], table: Any) -> None:
         if isinstance(table, Table):
-            add_tables(table.metadata)
+            define_tables(table.metadata)
 
 
 def id_column(

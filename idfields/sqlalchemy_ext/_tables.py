@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from idfields.sqlalchemy_ext._checks import INFO_KEY, watch
+from idfields.sqlalchemy_ext._checks import INFO_KEY, warn_narrow_columns, watch
 
 __all__ = [
     "INFO_KEY",
@@ -43,6 +43,14 @@ def add_tables(metadata: MetaData) -> tuple[Table, Table, Table]:
     Also warns about the columns :func:`~idfields.sqlalchemy_ext.check_metadata` names: now,
     before ``metadata.create_all()`` and when the ORM configures its mappers.
     """
+    tables = define_tables(metadata)
+    warn_narrow_columns(metadata)
+    return tables
+
+
+def define_tables(metadata: MetaData) -> tuple[Table, Table, Table]:
+    """:func:`add_tables` without checking now: an ID column calls it while its own table, and
+    the tables its module defines after it, are not complete."""
     watch(metadata)
     if LAUNCH_TABLE in metadata.tables:
         tables = metadata.tables
@@ -84,4 +92,4 @@ def add_tables(metadata: MetaData) -> tuple[Table, Table, Table]:
 
 
 metadata = MetaData()
-launch_table, node_lease_table, counter_table = add_tables(metadata)
+launch_table, node_lease_table, counter_table = define_tables(metadata)
