@@ -39,8 +39,8 @@ class _IdDefault(CallableColumnDefault):
     def _maybe_wrap_callable(self, fn: Any) -> Any:
         return fn  # it takes the context: no wrapper, whatever SQLAlchemy can inspect of it
 
-    def _copy(self) -> _IdDefault:  # declarative mixins copy their columns
-        return _IdDefault(self._fn, for_update=self.for_update)
+    def _copy(self) -> _IdDefault:  # declarative mixins and to_metadata() copy their columns
+        return _IdDefault(self.arg, for_update=self.for_update)  # arg: never wrapped, see above
 
 
 def _column_options(
@@ -64,9 +64,12 @@ def _column_options(
 
 
 def _bring_tables(column: Column[Any]) -> None:
-    """Add the idfields tables to the metadata of whatever table ``column`` joins."""
+    """Add the idfields tables to the metadata of whatever table ``column`` joins.
 
-    @event.listens_for(column, "after_parent_attach")
+    ``propagate``: the copies declarative makes of a mixin's or an abstract base's column, and
+    ``Table.to_metadata()``'s, bring them too."""
+
+    @event.listens_for(column, "after_parent_attach", propagate=True)
     def attached(column: Column[Any], table: Any) -> None:
         if isinstance(table, Table):
             define_tables(table.metadata)

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sa_models import Base, Item, core_items
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session
+from sqlalchemy.sql.schema import CallableColumnDefault
 
 from idfields import sql
 from idfields.layouts import get_layout
@@ -177,3 +178,59 @@ def test_db_generation_fetches_the_database_made_id(pg_engine: sa.Engine) -> Non
             assert SNOWFLAKE.decode(rows[0].id).in_layout
     finally:
         ServerBase.metadata.drop_all(pg_engine)
+
+
+def _made_in_python(column: sa.Column[Any]) -> list[int]:
+    """Two IDs from ``column``'s default, called as SQLAlchemy calls it (with the context)."""
+    default = column.default
+    assert isinstance(default, CallableColumnDefault)
+    return [default.arg(None), default.arg(None)]
+
+
+def test_id_column_on_a_mixin_and_an_abstract_base_is_copied_per_model() -> None:
+    """Declarative copies a mixin's or an abstract base's column into each model (SQLAlchemy 2.0
+    and 2.1 alike); each copy keeps the default, the layout and the idfields tables."""
+
+    class CopyBase(DeclarativeBase):
+        pass
+
+    class KeyMixin:
+        id: Mapped[int] = id_column()
+
+    class Keyed(CopyBase):
+        __abstract__ = True
+        id: Mapped[int] = id_column(layout="snowflake")
+
+    class FromMixin(KeyMixin, CopyBase):
+        __tablename__ = "idf_sa_from_mixin"
+
+    class FromAbstract(Keyed):
+        __tablename__ = "idf_sa_from_abstract"
+
+    try:
+        for model in (FromMixin, FromAbstract):
+            column = model.__table__.c.id
+            assert column.info == {"idfields": "snowflake"}
+            first, second = _made_in_python(column)
+            assert 0 < first < second
+        assert {"idfields_node_lease", "idf_sa_from_mixin"} <= set(CopyBase.metadata.tables)
+        engine = sa.create_engine("sqlite://")
+        CopyBase.metadata.create_all(engine)
+        with Session(engine) as session, session.begin():
+            rows = [FromMixin(), FromAbstract(), FromMixin()]
+            session.add_all(rows)
+            session.flush()
+            assert all(row.id > 2**40 for row in rows)
+    finally:
+        CopyBase.registry.dispose()
+
+
+def test_to_metadata_copies_an_id_column_core_table() -> None:
+    """``Table.to_metadata()`` (Alembic's batch mode, multi-tenant copies) keeps the default."""
+    tenant = sa.MetaData()
+    copy = core_items.to_metadata(tenant, schema="tenant")
+    assert "idfields_node_lease" in tenant.tables  # the copy brings the tables too
+    column = copy.c.id
+    assert column.info == {"idfields": "snowflake"} and column.primary_key
+    first, second = _made_in_python(column)
+    assert 0 < first < second

@@ -67,7 +67,8 @@ def test_association_table_before_the_classes_it_links(
         parent = Parent(children=[Child(), Child()])
         session.add(parent)
     with Session(engine) as session:
-        loaded = session.get_one(Parent, parent.id)
+        loaded = session.get(Parent, parent.id)
+        assert loaded is not None
         assert sorted(child.id for child in loaded.children) == sorted(
             child.id for child in parent.children
         )
@@ -133,7 +134,8 @@ def test_two_models_pointing_at_each_other(engine: sa.Engine, base: type[Declara
         widget = Widget(entries=[entry], favorite_entry=entry)
         session.add(widget)
     with Session(engine) as session:
-        loaded = session.get_one(Widget, widget.id)
+        loaded = session.get(Widget, widget.id)
+        assert loaded is not None
         assert loaded.favorite_entry_id == entry.id
         assert [e.widget_id for e in loaded.entries] == [widget.id]
     assert _keys(engine, "idf_fwd_widget") == ["idf_fwd_entry"]
