@@ -27,6 +27,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from idfields.sql.noderange import node_range
+from idfields.sql.scripts import statements
 
 #: The version this package installs: its one SQL file, which its migrations name.
 VERSION = "0001"
@@ -34,7 +35,6 @@ VERSION = "0001"
 _VERSION = re.compile(r"\d{4}")
 _SCHEMA_TOKEN = "@lease_schema@"
 _COMMENT = re.compile(r"idfields SQL (\d{4})")
-_STATEMENT = re.compile(r"(?:(\$[A-Za-z_]*\$).*?\1|[^;])+", re.DOTALL)
 # Where the scripts are looked up, in this order: the package's own folder (tests add one).
 _FOLDERS: tuple[Traversable, ...] = (resources.files(__package__).joinpath("functions"),)
 
@@ -212,11 +212,9 @@ def _recorded(installed: str, wanted: str) -> str:
 
 
 def _drop_statements(version: str) -> list[str]:
-    """The statements of a drop file, comments stripped and whitespace made single spaces; a
-    dollar-quoted body (a DO block) stays inside its statement, semicolons and all."""
-    lines = (line.split("--", 1)[0] for line in load_drop(version).splitlines())
-    found = _STATEMENT.finditer(" ".join(lines))
-    return [" ".join(part.group(0).split()) for part in found if part.group(0).strip()]
+    """The statements of a drop file, whitespace made single spaces so that two files compare
+    statement by statement; a dollar-quoted body (a DO block) stays inside its statement."""
+    return [" ".join(statement.split()) for statement in statements(load_drop(version))]
 
 
 def _read(version: str, suffix: str) -> str:

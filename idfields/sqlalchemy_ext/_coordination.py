@@ -20,8 +20,6 @@ threads and across event loops. Called from the loop, its statements block it fo
 
 from __future__ import annotations
 
-import itertools
-import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -35,8 +33,8 @@ from idfields import _forking
 from idfields.coordination import Result
 from idfields.coordination._database import missing_table
 from idfields.errors import TablesMissing
+from idfields.sql.scripts import named_params, named_placeholders
 
-_PLACEHOLDER = re.compile("%%|%s")
 # "no such table: x" (SQLite), 'relation "x" does not exist' (PostgreSQL), "Table 'd.x' doesn't
 # exist" (MariaDB): the idfields tables were never created in this database.
 _VENDORS = {"postgresql": "postgresql", "mysql": "mysql", "mariadb": "mysql", "sqlite": "sqlite"}
@@ -92,7 +90,7 @@ class SQLAlchemyDatabase:
     def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
         """Run one statement (``%s`` placeholders), committed at once unless inside atomic()."""
         statement = self._statement(sql)
-        bound = {f"p{index}": value for index, value in enumerate(params)}
+        bound = named_params(params)
         connection: Connection | None = getattr(self._local, "connection", None)
         if connection is not None:
             return _run(connection, statement, bound)
@@ -130,11 +128,7 @@ class SQLAlchemyDatabase:
         """``%s`` placeholders as bind parameters, so every driver's paramstyle works."""
         statement = self._statements.get(sql)
         if statement is None:
-            numbers = itertools.count()
-            rendered = _PLACEHOLDER.sub(
-                lambda m: "%" if m[0] == "%%" else f":p{next(numbers)}", sql.replace(":", "\\:")
-            )
-            statement = self._statements[sql] = text(rendered)
+            statement = self._statements[sql] = text(named_placeholders(sql))
         return statement
 
 

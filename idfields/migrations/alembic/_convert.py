@@ -29,6 +29,7 @@ from idfields.errors import UnwidenedIdColumn
 from idfields.migrations import convert
 from idfields.migrations.convert import locks, online
 from idfields.migrations.convert.introspect import likely_id_columns
+from idfields.sql.scripts import named_params, named_placeholders
 
 
 class _KeyOp(MigrateOperation):
@@ -140,10 +141,11 @@ def _column_of(name: str, schema: str | None) -> tuple[str | None, str, str]:
 
 
 def _query(operations: Operations) -> convert.Query:
+    """The planner's queries (``%s`` placeholders) as bound ``text()``: any driver's paramstyle."""
     bind = operations.get_bind()
 
     def query(sql: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
-        result = bind.exec_driver_sql(sql, tuple(params))
+        result = bind.execute(text(named_placeholders(sql)), named_params(params))
         return [tuple(row) for row in result.fetchall()] if result.returns_rows else []
 
     return query

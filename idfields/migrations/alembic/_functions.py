@@ -3,8 +3,9 @@
 ``op.install_layout_functions(layout, ...)`` and ``op.drop_layout_functions(layout, ...)``:
 ``idfields.next_<name>()`` of a user layout on top of them.
 
-The SQL is the versioned file the migration names, emitted through ``operations.execute`` so
-``alembic upgrade --sql`` prints it. PostgreSQL only: on other dialects the operations do
+The SQL is the versioned file the migration names, emitted through ``operations.execute`` one
+statement at a time (as every driver takes it, asyncpg included), or verbatim by
+``alembic upgrade --sql``. PostgreSQL only: on other dialects the operations do
 nothing. An install replaces the version the database records (an upgrade or a downgrade in
 place, dropping what only the replaced version had), so a downgrade writes
 ``op.install_id_functions("<the older version>")``; a database holding a version this package
@@ -22,6 +23,7 @@ from idfields import sql
 from idfields.layouts import Layout
 from idfields.sql.layouts import LayoutLike, as_layout, layout_scripts
 from idfields.sql.noderange import node_range
+from idfields.sql.scripts import statements
 
 
 @Operations.register_operation("install_id_functions")
@@ -143,8 +145,10 @@ def _execute(operations: Operations, script: str) -> None:
         # driver's pyformat paramstyle (format('%I') would then read '%%I').
         context.impl.static_output(script.rstrip() + "\n")
         return
-    # text() would read ":name" as a bind parameter: escape the colons (casts, strings).
-    operations.execute(text(script.replace(":", r"\:")))
+    # One statement at a time: asyncpg prepares each, and refuses a script of several. text()
+    # would read ":name" as a bind parameter: escape the colons (casts, strings).
+    for statement in statements(script):
+        operations.execute(text(statement.replace(":", r"\:")))
 
 
 def _installed(operations: Operations) -> str | None:
