@@ -5,7 +5,7 @@ from __future__ import annotations
 from idfields import sql
 from idfields.layouts import Layout, Node, Sequence, Timestamp
 from idfields.sql.layouts import render_layout_function
-from idfields.sql.scripts import named_params, named_placeholders, statements
+from idfields.sql.scripts import named_params, named_placeholders, qualify, statements
 
 
 def test_semicolons_inside_strings_names_comments_and_bodies_do_not_cut() -> None:
@@ -68,3 +68,14 @@ def test_named_placeholders() -> None:
         "SELECT a\\:\\:text FROM t WHERE b = :p0 AND c LIKE '%x' AND d = :p1"
     )
     assert named_params(["x", 2]) == {"p0": "x", "p1": 2}
+
+
+def test_qualify_names_the_tables_in_code_and_in_regclass_strings_only() -> None:
+    query = (
+        "SELECT to_regclass('idfields_node_lease'), md5('idfields_node_lease:' || x) "
+        "FROM idfields_node_lease JOIN idfields_counter_x ON true -- idfields_node_lease"
+    )
+    assert qualify(query, {"idfields_node_lease"}, '"O\'k".') == (
+        "SELECT to_regclass('\"O''k\".idfields_node_lease'), md5('idfields_node_lease:' || x) "
+        'FROM "O\'k".idfields_node_lease JOIN idfields_counter_x ON true -- idfields_node_lease'
+    )

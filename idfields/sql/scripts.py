@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 _TOKEN = re.compile(
     r"""
@@ -59,6 +59,22 @@ def statements(script: str) -> list[str]:
                 depth -= 1
     found.append("".join(current).strip())
     return [statement for statement in found if statement]
+
+
+def qualify(sql: str, tables: Collection[str], prefix: str) -> str:
+    """``sql`` with each name in ``tables`` written ``prefix`` + name (``prefix``: a quoted
+    schema and a dot): where the query names the table, and where a string names it for
+    ``to_regclass()``. Comments, other strings and dollar-quoted bodies stay as they are."""
+
+    def one(token: re.Match[str]) -> str:
+        text = token[0]
+        if token["word"] in tables:
+            return prefix + text
+        if text.startswith("'") and text[1:-1] in tables:
+            return "'" + (prefix + text[1:-1]).replace("'", "''") + "'"
+        return text
+
+    return "".join(one(token) for token in _TOKEN.finditer(sql))
 
 
 def named_placeholders(sql: str) -> str:

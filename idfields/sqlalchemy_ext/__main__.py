@@ -1,5 +1,5 @@
-"""``python -m idfields.sqlalchemy_ext nodes URL [--layout NAME] [--ttl S]``: the lease table
-as ``manage.py idfields_nodes`` shows it, for projects without Django."""
+"""``python -m idfields.sqlalchemy_ext nodes URL [--layout NAME] [--ttl S] [--schema S]``: the
+lease table as ``manage.py idfields_nodes`` shows it, for projects without Django."""
 
 from __future__ import annotations
 
@@ -27,10 +27,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     nodes.add_argument("--layout", action="append", help="a built-in or registered layout name")
     nodes.add_argument("--all", action="store_true", help="list released leases too")
     nodes.add_argument("--ttl", type=float, default=60.0, help="the fleet's lease ttl (seconds)")
+    nodes.add_argument("--schema", help="the schema holding the idfields tables (MetaData's)")
     args = parser.parse_args(argv)
     try:
         layouts = [get_layout(name) for name in args.layout or ["snowflake"]]
-        db = SQLAlchemyDatabase(create_engine(sync_url(args.url)))
+        db = SQLAlchemyDatabase(create_engine(sync_url(args.url)), schema=args.schema)
         leases = list_leases(db, layouts[0].lease_key if args.layout else None)
         print(holder_table(leases, released=args.all), end="\n\n")
         for layout in layouts:

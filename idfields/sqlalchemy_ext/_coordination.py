@@ -33,7 +33,8 @@ from idfields import _forking
 from idfields.coordination import Result
 from idfields.coordination._database import missing_table
 from idfields.errors import TablesMissing
-from idfields.sql.scripts import named_params, named_placeholders
+from idfields.sql.scripts import named_params, named_placeholders, qualify
+from idfields.sqlalchemy_ext._tables import TABLES
 
 # "no such table: x" (SQLite), 'relation "x" does not exist' (PostgreSQL), "Table 'd.x' doesn't
 # exist" (MariaDB): the idfields tables were never created in this database.
@@ -64,9 +65,17 @@ def sync_url(url: str | URL) -> URL:
 
 
 class SQLAlchemyDatabase:
-    """``idfields.coordination.Database`` on its own connections to ``engine``'s database."""
+    """``idfields.coordination.Database`` on its own connections to ``engine``'s database.
 
-    def __init__(self, engine: Engine | AsyncEngine) -> None:
+    ``schema`` is where the idfields tables are, as SQLAlchemy names it: the ``schema`` of a
+    ``MetaData(schema=...)`` holding them (on MariaDB a database, on SQLite an attached one);
+    ``engine``'s ``schema_translate_map`` applies to it as to every table (``{None: "t"}``
+    moves the default). With neither, the names are left to the connection (its search_path).
+    """
+
+    def __init__(self, engine: Engine | AsyncEngine, *, schema: str | None = None) -> None:
+        translate = engine.get_execution_options().get("schema_translate_map") or {}
+        self.schema: str | None = translate.get(schema, schema)
         if isinstance(engine, AsyncEngine):
             engine = create_engine(sync_url(engine.url))
         elif not isinstance(engine, Engine):
@@ -83,9 +92,15 @@ class SQLAlchemyDatabase:
         self._process = _forking.process()
         self._local = threading.local()
         self._statements: dict[str, TextClause] = {}
+        self._prefix = (
+            ""
+            if self.schema is None
+            else engine.dialect.identifier_preparer.quote_schema(self.schema) + "."
+        )
 
     def __repr__(self) -> str:
-        return f"SQLAlchemyDatabase({self._engine.url.render_as_string(hide_password=True)})"
+        url = self._engine.url.render_as_string(hide_password=True)
+        return f"SQLAlchemyDatabase({url}, schema={self.schema!r})"
 
     def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
         """Run one statement (``%s`` placeholders), committed at once unless inside atomic()."""
@@ -125,10 +140,12 @@ class SQLAlchemyDatabase:
         return connection
 
     def _statement(self, sql: str) -> TextClause:
-        """``%s`` placeholders as bind parameters, so every driver's paramstyle works."""
+        """``%s`` placeholders as bind parameters, so every driver's paramstyle works, and the
+        idfields tables in ``schema``."""
         statement = self._statements.get(sql)
         if statement is None:
-            statement = self._statements[sql] = text(named_placeholders(sql))
+            qualified = qualify(sql, TABLES, self._prefix) if self._prefix else sql
+            statement = self._statements[sql] = text(named_placeholders(qualified))
         return statement
 
 
@@ -144,7 +161,8 @@ def _run(connection: Connection, statement: TextClause, params: dict[str, object
             f"table {table} does not exist in {url}: create the idfields tables with "
             "Base.metadata.create_all(engine) (any metadata holding an id_column has them, or "
             "call idfields.sqlalchemy_ext.add_tables(metadata)), or in an Alembic migration "
-            "op.create_idfields_tables()"
+            "op.create_idfields_tables(); if they are in another schema (MetaData(schema=...)), "
+            "name it: SQLAlchemyDatabase(engine, schema=...)"
         ) from error
     rows = [tuple(row) for row in result.all()] if result.returns_rows else []  # one fetch
     return Result(rows=rows, rowcount=result.rowcount)

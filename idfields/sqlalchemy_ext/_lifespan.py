@@ -42,12 +42,14 @@ async def lease_lifespan(
     claim: Iterable[str | Layout] = ("snowflake",),
     ttl_s: float = 60.0,
     layouts: Iterable[Layout] = (),
+    schema: str | None = None,
 ) -> AsyncIterator[None]:
     """Lease the nodes of ``claim`` now and give them back at the end; see the module doc.
 
-    ``layouts`` are the application's user layouts, as :func:`configure` takes them.
+    ``layouts`` are the application's user layouts, as :func:`configure` takes them;
+    ``schema`` holds the idfields tables, as :class:`SQLAlchemyDatabase` takes it.
     """
-    database = SQLAlchemyDatabase(engine)
+    database = SQLAlchemyDatabase(engine, schema=schema)
     source = BackgroundRenewal(LeaseSource(database, ttl_s=ttl_s))
     await asyncio.to_thread(configure, source=source, layouts=list(layouts))
     shutdown.release_on_signals()  # chained before the server's own handler

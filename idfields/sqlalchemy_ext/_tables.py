@@ -35,6 +35,7 @@ __all__ = [
 LAUNCH_TABLE = "idfields_launch"
 NODE_LEASE_TABLE = "idfields_node_lease"
 COUNTER_TABLE = "idfields_counter"
+TABLES = (LAUNCH_TABLE, NODE_LEASE_TABLE, COUNTER_TABLE)
 
 
 def add_tables(metadata: MetaData) -> tuple[Table, Table, Table]:

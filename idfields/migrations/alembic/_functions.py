@@ -10,11 +10,14 @@ nothing. An install replaces the version the database records (an upgrade or a d
 place, dropping what only the replaced version had), so a downgrade writes
 ``op.install_id_functions("<the older version>")``; a database holding a version this package
 does not know is refused. The functions name the idfields tables' schema: ``lease_schema``, or
-(online) the one copy on the connection's search_path; none or two copies are refused.
+the one the migration's ``target_metadata`` puts them in, or (online) the one copy on the
+connection's search_path; none or two copies are refused.
 ``nodes`` is the database's node range (see ``InstallIdFunctions``; default every node).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
@@ -159,6 +162,9 @@ def _installed(operations: Operations) -> str | None:
 def _lease_schema(operations: Operations, operation: InstallIdFunctionsOp) -> str:
     if operation.lease_schema is not None:
         return operation.lease_schema
+    named = _target_schema(operations)
+    if named is not None:
+        return named
     if operations.get_context().as_sql:
         raise ValueError(
             f"idfields: offline (--sql) install of SQL {operation.version} cannot look up the "
@@ -166,6 +172,32 @@ def _lease_schema(operations: Operations, operation: InstallIdFunctionsOp) -> st
         )
     rows = operations.get_bind().exec_driver_sql(sql.FIND_LEASE_SCHEMAS).fetchall()
     return sql.lease_schema_from([row[0] for row in rows])
+
+
+def _target_schema(operations: Operations) -> str | None:
+    """The schema the migration's ``target_metadata`` puts ``idfields_node_lease`` in (as the
+    connection's ``schema_translate_map`` translates it), where it names one: the tables are
+    where ``create_all`` and autogenerate put them, whatever the search_path holds."""
+    context = operations.get_context()
+    target = context.opts.get("target_metadata")
+    metadatas = target if isinstance(target, Sequence) else [] if target is None else [target]
+    tables = [
+        table
+        for metadata in metadatas
+        for table in metadata.tables.values()
+        if table.name == "idfields_node_lease"
+    ]
+    if context.as_sql:
+        schemas = {table.schema for table in tables}
+    else:
+        schemas = {operations.get_bind().schema_for_object(table) for table in tables}
+    if len(schemas) > 1:
+        raise ValueError(
+            f"idfields: target_metadata holds idfields_node_lease in {len(schemas)} schemas "
+            f"({', '.join(sorted(map(str, schemas)))}); pass lease_schema='<the schema the app "
+            "uses>' to op.install_id_functions"
+        )
+    return next(iter(schemas), None)
 
 
 @Operations.implementation_for(InstallIdFunctionsOp)
