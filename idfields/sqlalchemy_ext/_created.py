@@ -33,7 +33,7 @@ def creation_time(obj: object, attribute: str = "id") -> datetime | None:
 
 def layout_of(model: type, attribute: str = "id") -> Layout:
     """The layout of a mapped ID column, or of the ID column a foreign key column points to."""
-    column: Any = inspect(model).columns.get(attribute)
+    column: Any = inspect(model, raiseerr=True).columns.get(attribute)
     name = _layout_name(column) if isinstance(column, Column) else None
     if name is None:
         raise TypeError(

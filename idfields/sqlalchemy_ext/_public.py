@@ -54,7 +54,7 @@ class _LazyCodec:
         return self._codec
 
     def _build(self, model: type) -> PublicIds:
-        name: str | None = sa.inspect(model).columns[self.column].info.get(INFO_KEY)
+        name: str | None = sa.inspect(model, raiseerr=True).columns[self.column].info.get(INFO_KEY)
         layout = resolve_layout(name) if name else None
         if self._keys is None:
             return PublicIds.from_env(DEFAULT_ENV_VAR, label=self.label, layout=layout)
@@ -102,7 +102,7 @@ def public_id_property(
 def public_ids(model: type) -> PublicIds:
     """The :class:`PublicIds` of ``model`` (its ``public_id_property``)."""
     descriptor: Any
-    for descriptor in sa.inspect(model).all_orm_descriptors:
+    for descriptor in sa.inspect(model, raiseerr=True).all_orm_descriptors:
         if isinstance(descriptor, hybrid_property) and descriptor.fget in _CODECS:
             return _CODECS[descriptor.fget].get(model)
     raise TypeError(f"{model.__name__} has no public_id_property(); add one to the model")

@@ -79,7 +79,7 @@ def _holders(metadatas: list[sa.MetaData], key: sa.Column[Any]) -> set[tuple[str
 
 def _needs_conversion(context: MigrationContext, key: sa.Column[Any]) -> bool | None:
     """Whether the live key is still AUTO_INCREMENT or narrow; None when its table is new."""
-    inspector = sa.inspect(context.bind)
+    inspector = sa.inspect(context.bind, raiseerr=True)
     table = key.table
     if not inspector.has_table(table.name, schema=table.schema):
         return None
