@@ -21,6 +21,8 @@ from typing import Any
 
 from idfields.shutdown import release_nodes
 
+__all__ = ["ReleaseNodesAtShutdown"]
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

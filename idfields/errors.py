@@ -8,6 +8,33 @@ deployment (:class:`ConfigurationError`) is never a ``ValueError``, ``TypeError`
 
 from __future__ import annotations
 
+__all__ = [
+    "Base62Error",
+    "ClockMovedBackwards",
+    "ConfigurationError",
+    "GeneratorClosed",
+    "IdFieldsError",
+    "IdFieldsWarning",
+    "InvalidCharacterError",
+    "LayoutError",
+    "LayoutExhausted",
+    "LockTimeout",
+    "MissingPrivilege",
+    "NarrowColumnWarning",
+    "NodeError",
+    "NodeNotConfigured",
+    "NodeRangeOverlap",
+    "PermutationError",
+    "PermutationKeyError",
+    "PublicIdError",
+    "RedisIdError",
+    "SQLiteTransactionOpen",
+    "TablesMissing",
+    "UnwidenedIdColumn",
+    "UsageError",
+    "ValueOutOfRange",
+]
+
 
 class IdFieldsError(Exception):
     """Base class of every idfields error."""
@@ -73,3 +100,55 @@ class UnwidenedIdColumn(IdFieldsWarning):
 
 class NodeRangeOverlap(IdFieldsError, ValueError):
     """Two databases whose IDs may meet record node ranges that share nodes."""
+
+
+class UsageError(IdFieldsError, ValueError):
+    """Bad command-line input; ``main`` prints it as one line and exits with status 2."""
+
+
+class Base62Error(IdFieldsError, ValueError):
+    """A value or string that this base62 codec cannot encode or decode."""
+
+
+class InvalidCharacterError(Base62Error):
+    """A string to decode holds a character outside ``0-9A-Za-z``.
+
+    ``character`` and ``position`` (0-based) let callers point at the bad input.
+    """
+
+    def __init__(self, character: str, position: int) -> None:
+        super().__init__(
+            f"invalid base62 character {character!r} at position {position}; "
+            "only 0-9, A-Z and a-z are allowed (check for stray punctuation, spaces "
+            "or a base64 '-'/'_')"
+        )
+        self.character = character
+        self.position = position
+
+
+class PublicIdError(IdFieldsError, ValueError):
+    """A string that is not a public ID this application made (wrong form, typo, other key).
+
+    A ``ValueError`` on purpose: Django's URL converters and DRF answer it with 404."""
+
+
+class PermutationError(ConfigurationError):
+    """A keyed permutation cannot be built with the arguments given.
+
+    Not a ``ValueError``: a bad key in production must fail the request loudly, where Django's
+    URL resolver and DRF would answer a ``ValueError`` with 404."""
+
+
+class PermutationKeyError(PermutationError):
+    """A permutation key is missing, malformed or too weak to stand up to offline guessing."""
+
+
+class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
+    """A node lease must be written while this thread holds SQLite's single write slot.
+
+    Not a ``NodeError``: a renewal refused this way is retried later, outside the transaction.
+    """
+
+
+class RedisIdError(IdFieldsError, RuntimeError):
+    """No Redis server of the tier gave IDs within the allowed tries (or waits)."""

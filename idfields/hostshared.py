@@ -54,6 +54,8 @@ from idfields.generators._base import check_take_count
 from idfields.layouts import Layout, get_layout
 from idfields.nodes import EnvironmentNode, validate_values
 
+__all__ = ["HostSharedGenerator"]
+
 MAGIC = b"IDFHOST1"
 _HEADER = struct.Struct("<8sQQ")  # magic, layout fingerprint, node
 _SLOT = struct.Struct("<QqQ")  # generation, last position (-1: none yet), crc32 of the two

@@ -21,6 +21,15 @@ from idfields import _forking
 from idfields.errors import NodeError, NodeNotConfigured, ValueOutOfRange
 from idfields.layouts import Layout, Node, PlacedField
 
+__all__ = [
+    "Assignment",
+    "DevelopmentNode",
+    "EnvironmentNode",
+    "NodeSource",
+    "StaticNode",
+    "default_source",
+]
+
 DEVELOPMENT_ENV = "IDFIELDS_DEVELOPMENT"
 
 

@@ -33,7 +33,7 @@ from pydantic_core import core_schema
 from idfields.codecs import _checked
 from idfields.codecs._public import PublicIds
 
-__all__ = ["ID_PATTERN", "MAX_ID", "Id", "IdText", "PublicIdText"]
+__all__ = ["ID_PATTERN", "Id", "IdText", "PublicIdText"]
 
 MAX_ID = 2**63 - 1
 ID_PATTERN = r"^[0-9]{1,19}$"

@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from types import FrameType
 from typing import Any
 
+__all__ = ["release_nodes", "release_on_signals"]
+
 logger = logging.getLogger("idfields.shutdown")
 
 RELEASE_TIMEOUT_S = 5.0  # one UPDATE per node; a database that hangs longer lets them lapse

@@ -16,10 +16,10 @@ from typing import Any, NoReturn
 
 from idfields import __version__
 from idfields.cli import _codec, _ids, _keys, _layouts, _ranges
-from idfields.cli._arguments import MAX_COUNT, UsageError
+from idfields.cli._arguments import MAX_COUNT
 from idfields.codecs import DEFAULT_ENV_VAR
 from idfields.compare._cli import add_compare_command
-from idfields.errors import IdFieldsError
+from idfields.errors import IdFieldsError, UsageError
 from idfields.generators._hotpath import core_status
 from idfields.layouts import BUILTIN_LAYOUTS
 

@@ -6,14 +6,10 @@ these messages with a bare "invalid value".
 
 from __future__ import annotations
 
-from idfields.errors import IdFieldsError
+from idfields.errors import UsageError
 from idfields.layouts import MAX_ID, check_id
 
 MAX_COUNT = 1_000_000
-
-
-class UsageError(IdFieldsError, ValueError):
-    """Bad command-line input; ``main`` prints it as one line and exits with status 2."""
 
 
 def id_value(text: str) -> int:

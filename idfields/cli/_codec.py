@@ -12,8 +12,9 @@ import argparse
 from typing import Any
 
 from idfields import codecs
-from idfields.cli._arguments import UsageError, id_value
+from idfields.cli._arguments import id_value
 from idfields.codecs import DEFAULT_ENV_VAR, KeyedPermutation, PublicIds
+from idfields.errors import UsageError
 
 OUTPUT_KEY = {"base62": "base62", "permute": "public", "public": "public"}
 

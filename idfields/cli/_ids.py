@@ -7,8 +7,8 @@ from typing import Any
 
 from idfields import codecs
 from idfields._text import pairs, table
-from idfields.cli._arguments import UsageError, count, id_value, node_values
-from idfields.errors import NodeNotConfigured
+from idfields.cli._arguments import count, id_value, node_values
+from idfields.errors import NodeNotConfigured, UsageError
 from idfields.generators import make_generator
 from idfields.layouts import Layout, Node, check_id, get_layout
 from idfields.nodes import NodeSource, StaticNode, default_source

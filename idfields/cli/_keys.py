@@ -14,10 +14,10 @@ import os
 import sys
 from typing import Any
 
-from idfields.cli._arguments import UsageError
 from idfields.codecs import DEFAULT_ENV_VAR, derive_key, generate_key
 from idfields.codecs._checked import ALPHABET
 from idfields.codecs._public import PublicIds, key_id_of, keys_from_env
+from idfields.errors import UsageError
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from idfields._text import table
-from idfields.cli._arguments import UsageError
+from idfields.errors import UsageError
 from idfields.sql import noderange
 
 HEADERS = ("database", "nodes", "fenced until (unix ms)", "same database as")

@@ -7,23 +7,25 @@ from idfields.codecs._base62 import (
     ALPHABET,
     FIXED_WIDTH,
     MAX_VALUE,
-    Base62Error,
-    InvalidCharacterError,
     decode,
     encode,
     encode_fixed,
 )
-from idfields.codecs._checked import PublicIdError
 from idfields.codecs._keys import (
     MIN_KEY_BYTES,
-    PermutationError,
-    PermutationKeyError,
     derive_key,
     generate_key,
     parse_key,
 )
 from idfields.codecs._permutation import DEFAULT_ENV_VAR, MAX_BITS, MIN_BITS, KeyedPermutation
 from idfields.codecs._public import PublicIds
+from idfields.errors import (
+    Base62Error,
+    InvalidCharacterError,
+    PermutationError,
+    PermutationKeyError,
+    PublicIdError,
+)
 
 __all__ = [
     "ALPHABET",

@@ -15,7 +15,7 @@ The encoding is case-sensitive: ``"a"`` and ``"A"`` are different digits, so nev
 case-fold these strings.
 """
 
-from idfields.errors import IdFieldsError
+from idfields.errors import Base62Error, InvalidCharacterError
 
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 """The 62 digits in ASCII order, which makes fixed-width strings sort numerically."""
@@ -28,26 +28,6 @@ FIXED_WIDTH = 11
 
 _BASE = len(ALPHABET)
 _DIGIT_VALUES = {char: index for index, char in enumerate(ALPHABET)}
-
-
-class Base62Error(IdFieldsError, ValueError):
-    """A value or string that this base62 codec cannot encode or decode."""
-
-
-class InvalidCharacterError(Base62Error):
-    """A string to decode holds a character outside ``0-9A-Za-z``.
-
-    ``character`` and ``position`` (0-based) let callers point at the bad input.
-    """
-
-    def __init__(self, character: str, position: int) -> None:
-        super().__init__(
-            f"invalid base62 character {character!r} at position {position}; "
-            "only 0-9, A-Z and a-z are allowed (check for stray punctuation, spaces "
-            "or a base64 '-'/'_')"
-        )
-        self.character = character
-        self.position = position
 
 
 def encode(value: int, *, width: int | None = None) -> str:

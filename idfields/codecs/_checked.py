@@ -9,7 +9,7 @@ one character, or swapping two neighbours that differ, always breaks the sum.
 
 from __future__ import annotations
 
-from idfields.errors import IdFieldsError
+from idfields.errors import PublicIdError
 
 ALPHABET = "0123456789abcdefghjkmnpqrstwxyz"
 """The digits, in value order."""
@@ -18,10 +18,6 @@ BASE = len(ALPHABET)  # 31, prime: what makes the check catch every single typo
 MAX_LENGTH = BASE - 1  # weights 1..30 must stay distinct and nonzero modulo 31
 _VALUES = {character: value for value, character in enumerate(ALPHABET)}
 _SHOWN = 40  # characters of a bad input quoted back in an error
-
-
-class PublicIdError(IdFieldsError, ValueError):
-    """A string that is not a public ID this application made (wrong form, typo, other key)."""
 
 
 def width_for(bits: int) -> int:

@@ -27,7 +27,7 @@ import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from idfields.errors import ConfigurationError
+from idfields.errors import PermutationKeyError
 
 MIN_KEY_BYTES = 32
 """Shortest key accepted: 256 random bits."""
@@ -50,17 +50,6 @@ KEY_HINT = (
     '`idfields key new` (or python -c "import secrets; print(secrets.token_hex(32))"); '
     "a passphrase only through idfields.codecs.derive_key()"
 )
-
-
-class PermutationError(ConfigurationError):
-    """A keyed permutation cannot be built with the arguments given.
-
-    Not a ``ValueError``: a bad key in production must fail the request loudly, where Django's
-    URL resolver and DRF would answer a ``ValueError`` with 404."""
-
-
-class PermutationKeyError(PermutationError):
-    """A permutation key is missing, malformed or too weak to stand up to offline guessing."""
 
 
 def generate_key() -> str:

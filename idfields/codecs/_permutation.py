@@ -34,12 +34,10 @@ from typing import NoReturn
 
 from idfields.codecs._keys import (
     KEY_HINT,
-    PermutationError,
-    PermutationKeyError,
     parse_key,
     scrubbed,
 )
-from idfields.errors import ValueOutOfRange
+from idfields.errors import PermutationError, PermutationKeyError, ValueOutOfRange
 
 MIN_BITS = 20
 """Narrowest supported ID space, about 10**6 values: the smallest domain FF3-1 accepts."""

@@ -23,12 +23,12 @@ import time
 from collections.abc import Sequence
 
 from idfields.codecs import _checked
-from idfields.codecs._checked import PublicIdError
-from idfields.codecs._keys import KEY_HINT, PermutationKeyError, parse_key, scrubbed
+from idfields.codecs._keys import KEY_HINT, parse_key, scrubbed
 from idfields.codecs._permutation import DEFAULT_ENV_VAR, KeyedPermutation
+from idfields.errors import PermutationKeyError, PublicIdError
 from idfields.layouts import Layout
 
-__all__ = ["PublicIdError", "PublicIds"]
+__all__ = ["PublicIds"]
 
 _KEY_ID_PERSON = b"idfields.kid"
 FUTURE_SLACK_NS = 5 * 10**9

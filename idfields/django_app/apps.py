@@ -6,6 +6,9 @@ from django.apps import AppConfig
 from django.core.exceptions import ImproperlyConfigured
 from django.db.models.signals import post_save, pre_save
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 
 class IdFieldsConfig(AppConfig):
     name = "idfields.django_app"

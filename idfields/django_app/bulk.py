@@ -27,6 +27,9 @@ from django.db.models import Field, Model, Q, QuerySet
 
 from idfields.django_app.fields import APP, KSortedFieldMixin
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 _WRAPPED = "_idfields_settles_conflicts"
 _CHUNK = 500  # IDs per SELECT: within every backend's bound-parameter limit
 

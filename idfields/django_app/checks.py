@@ -61,6 +61,9 @@ from idfields.layouts import MAX_JS_SAFE_ID, Layout, Node
 from idfields.nodes import StaticNode, development_mode
 from idfields.sql import noderange
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 HORIZON = timedelta(days=3653)  # "runs out within 10 years"
 # Django's names (model and introspection) for integer columns too narrow for a 63-bit ID.
 NARROW_INTEGERS = frozenset(

@@ -42,6 +42,9 @@ from django.utils.module_loading import import_string
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
 from idfields.nodes import development_mode
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 NODE_SOURCES = ("lease", "static", "env", "development")
 
 

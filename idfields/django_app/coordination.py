@@ -30,16 +30,12 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from idfields import _forking
 from idfields.coordination import Result
 from idfields.coordination._database import missing_table
-from idfields.errors import IdFieldsError, TablesMissing
+from idfields.errors import SQLiteTransactionOpen, TablesMissing
+
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
 
 PRIVATE_MARK = "_idfields_coordination"
-
-
-class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
-    """A node lease must be written while this thread holds SQLite's single write slot.
-
-    Not a ``NodeError``: a renewal refused this way is retried later, outside the transaction.
-    """
 
 
 class DjangoDatabase:

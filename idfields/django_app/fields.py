@@ -55,7 +55,6 @@ DB = "db"
 __all__ = [
     "DecimalIdAutoField",
     "DecimalIdField",
-    "IdFormField",
     "KSortedAutoField",
     "KSortedIdField",
     "NextId",
@@ -63,8 +62,6 @@ __all__ = [
     "SnowflakeField",
     "TraceIdAutoField",
     "TraceIdField",
-    "id_columns",
-    "id_field_of",
 ]
 
 

@@ -34,6 +34,9 @@ from idfields.django_app.checks import NARROW_INTEGERS, models_of
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.widening import generic_object_ids
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 _INSTALLED = {Path(sysconfig.get_path(name)).resolve() for name in ("purelib", "platlib")}
 
 

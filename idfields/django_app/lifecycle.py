@@ -32,6 +32,9 @@ from idfields.django_app.conf import get_settings
 from idfields.django_app.coordination import PRIVATE_MARK
 from idfields.generators import IdGenerator
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 logger = logging.getLogger("idfields.django_app")
 
 

@@ -27,6 +27,9 @@ from django.db.models import AutoField, BigAutoField, BigIntegerField, Field, Mo
 
 from idfields.django_app.fields import KSortedFieldMixin
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 
 def left_to_the_database(models: Iterable[type[Model]], alias: str) -> Iterator[type[Model]]:
     """The link models of ``alias`` whose key Django inserts without a value (its auto fields).

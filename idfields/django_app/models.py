@@ -10,6 +10,9 @@ from datetime import datetime
 
 from django.db import models
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 
 class Launch(models.Model):
     """A deployment: DecimalId's launch_id (1..99,999, max(id) + 1, never reused)."""

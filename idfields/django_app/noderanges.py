@@ -14,6 +14,9 @@ from django.db import connections
 
 from idfields.sql import noderange
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 
 def alias_ranges(aliases: Iterable[str]) -> dict[str, noderange.NodeRange]:
     """The range of each PostgreSQL alias among ``aliases`` (others issue no database-side

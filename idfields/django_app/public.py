@@ -35,9 +35,10 @@ from django.db.models.sql.compiler import SQLCompiler
 from django.dispatch import receiver
 
 from idfields.codecs import PublicIdError, PublicIds
-from idfields.codecs._keys import KEY_HINT, PermutationKeyError
+from idfields.codecs._keys import KEY_HINT
 from idfields.django_app.conf import get_settings
 from idfields.django_app.fields import KSortedFieldMixin, id_field_of
+from idfields.errors import PermutationKeyError
 
 __all__ = ["PublicId", "PublicIdLookup", "public_ids_for"]
 

@@ -29,6 +29,8 @@ from idfields.generators import IdSource, make_generator
 from idfields.layouts import Layout
 from idfields.nodes import Assignment, DevelopmentNode, EnvironmentNode, NodeSource, StaticNode
 
+__all__ = ["coordination_database"]
+
 _databases: dict[str, DjangoDatabase] = {}
 
 

@@ -31,6 +31,9 @@ from django.db.models.lookups import IntegerFieldOverflow
 
 from idfields.django_app.fields import KSortedFieldMixin, id_columns
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 # Django's name of each narrow integer type -> the bigint type of the same family.
 WIDER = {
     "IntegerField": "BigIntegerField",

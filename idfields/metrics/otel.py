@@ -18,6 +18,8 @@ from idfields.coordination import Database
 from idfields.coordination._report import NodeRoom, launch_room, node_room
 from idfields.metrics import GeneratorStats, generator_stats, live_layouts, subscribe
 
+__all__ = ["instrument"]
+
 _COUNTED = {
     "lease.claimed": "idfields.lease.claims",
     "lease.renewed": "idfields.lease.renewals",

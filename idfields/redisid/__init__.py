@@ -12,7 +12,7 @@ a SQLAlchemy ``Column(BigInteger, primary_key=True, default=client)``. ``redis``
 when a client is made, never at import time; the script needs Redis >= 5 (effects replication).
 """
 
-from idfields.redisid._client import RedisIdClient, RedisIdError, configure_shard
-from idfields.redisid._script import LUA, state_key
+from idfields.errors import RedisIdError
+from idfields.redisid._client import RedisIdClient, configure_shard
 
-__all__ = ["LUA", "RedisIdClient", "RedisIdError", "configure_shard", "state_key"]
+__all__ = ["RedisIdClient", "RedisIdError", "configure_shard"]

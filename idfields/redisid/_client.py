@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from idfields.errors import IdFieldsError, LayoutExhausted, NodeError, ValueOutOfRange
+from idfields.errors import LayoutExhausted, NodeError, RedisIdError, ValueOutOfRange
 from idfields.generators._base import check_take_count
 from idfields.layouts import Layout, get_layout
 from idfields.redisid._script import (
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
     from redis.commands.core import Script
 
 DEFAULT_ATTEMPTS = 5
-
-
-class RedisIdError(IdFieldsError, RuntimeError):
-    """No Redis server of the tier gave IDs within the allowed tries (or waits)."""
 
 
 def configure_shard(

@@ -29,6 +29,8 @@ from importlib.resources.abc import Traversable
 from idfields.sql.noderange import node_range
 from idfields.sql.scripts import statements
 
+__all__ = ["load"]
+
 #: The version this package installs: its one SQL file, which its migrations name.
 VERSION = "0001"
 

@@ -19,6 +19,9 @@ from idfields.errors import LayoutError
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
 from idfields.sql.layouts import render_layout_function
 
+# Implementation: nothing here is API.
+__all__: list[str] = []
+
 SCHEMA = "idfields"
 
 

@@ -49,6 +49,9 @@ from idfields.layouts import (
     Timestamp,
 )
 
+# Implementation: nothing here is API.
+__all__: list[str] = []
+
 #: What the migration operations accept: a layout, or the ``Layout.to_spec()`` dict of one.
 LayoutLike: TypeAlias = Layout | Mapping[str, Any]
 

@@ -15,6 +15,9 @@ from typing import Any
 
 from idfields.errors import NodeRangeOverlap
 
+# Implementation: nothing here is API.
+__all__: list[str] = []
+
 #: The largest node number a range can name (the SQL functions' integer).
 MAX_NODE = 2**31 - 1
 

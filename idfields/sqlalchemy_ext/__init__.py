@@ -16,7 +16,7 @@ ID string instead of their key.
 
 from idfields.sqlalchemy_ext._checks import check_metadata
 from idfields.sqlalchemy_ext._columns import id_column, id_column_core
-from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase, sync_url
+from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
 from idfields.sqlalchemy_ext._created import created_from_id, creation_time
 from idfields.sqlalchemy_ext._lifespan import lease_lifespan
 from idfields.sqlalchemy_ext._public import public_id_property, public_ids
@@ -47,5 +47,4 @@ __all__ = [
     "node_lease_table",
     "public_id_property",
     "public_ids",
-    "sync_url",
 ]

@@ -14,9 +14,9 @@ import psycopg
 import pytest
 
 from idfields.cli import main
-from idfields.compare import run_comparison
 from idfields.compare._backends import rank_correlation
 from idfields.compare._ids import uuid7, uuid7_at
+from idfields.compare._runner import run_comparison
 
 METRICS = {"pk_index_bytes", "table_bytes", "correlation", "range_query_s", "range_query_rows"}
 

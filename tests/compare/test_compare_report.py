@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from idfields.compare import run_comparison
 from idfields.compare._report import CAPTIONS, RANGE, SCAN, Report, chart_title, panels, text_table
+from idfields.compare._runner import run_comparison
 
 
 def report() -> Report:

@@ -21,7 +21,8 @@ from idfields.errors import LayoutError, NodeError, ValueOutOfRange
 from idfields.generators import IdSource
 from idfields.hostshared import HostSharedGenerator
 from idfields.layouts import SNOWFLAKE, SNOWFLAKE_JS
-from idfields.redisid import RedisIdClient, RedisIdError, configure_shard, state_key
+from idfields.redisid import RedisIdClient, RedisIdError, configure_shard
+from idfields.redisid._script import state_key
 
 Servers = Callable[[int], list[RedisServer]]
 

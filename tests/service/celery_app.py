@@ -18,7 +18,8 @@ from service_app import LAYOUT, URL, served
 
 from idfields.coordination import LeaseSource
 from idfields.shutdown import release_nodes
-from idfields.sqlalchemy_ext import SQLAlchemyDatabase, configure, sync_url
+from idfields.sqlalchemy_ext import SQLAlchemyDatabase, configure
+from idfields.sqlalchemy_ext._coordination import sync_url
 
 app = Celery("celery_app", broker=os.environ["IDFIELDS_CELERY_URL"])
 app.conf.result_backend = os.environ["IDFIELDS_CELERY_URL"]

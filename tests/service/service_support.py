@@ -11,7 +11,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from idfields.coordination import LeaseInfo, list_leases
-from idfields.sqlalchemy_ext import SQLAlchemyDatabase, sync_url
+from idfields.sqlalchemy_ext import SQLAlchemyDatabase
+from idfields.sqlalchemy_ext._coordination import sync_url
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

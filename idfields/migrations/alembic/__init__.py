@@ -19,9 +19,7 @@ from typing import TYPE_CHECKING, cast
 from alembic import op as _alembic_op
 
 # Each module below registers its operations with Alembic when imported.
-from idfields.migrations.alembic import _convert as convert
-from idfields.migrations.alembic import _functions as functions
-from idfields.migrations.alembic import _tables as tables
+from idfields.migrations.alembic import _convert, _functions, _tables  # noqa: F401
 from idfields.migrations.alembic._autogenerate import process_revision_directives
 
 if TYPE_CHECKING:
@@ -66,4 +64,4 @@ if TYPE_CHECKING:
 
 op = cast("IdFieldsOperations", _alembic_op)
 
-__all__ = ["convert", "functions", "op", "process_revision_directives", "tables"]
+__all__ = ["op", "process_revision_directives"]

@@ -16,6 +16,9 @@ from idfields.migrations.convert.model import IdColumn, Index, KeyInfo, KeyKind,
 from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
 from idfields.migrations.convert.quoting import ident, qualified
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 Query = Callable[[str, Sequence[object]], list[tuple[Any, ...]]]
 
 

@@ -25,6 +25,9 @@ from idfields.migrations.convert.introspect import Query
 from idfields.migrations.convert.model import lock_timeout_ms
 from idfields.migrations.convert.quoting import check_dialect, qualified
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 # PostgreSQL's lock_not_available; MariaDB/MySQL's ER_LOCK_WAIT_TIMEOUT (metadata locks too).
 _PG_LOCK_TIMEOUT = "55P03"
 _MYSQL_LOCK_TIMEOUT = 1205

@@ -17,6 +17,9 @@ from idfields.layouts import Layout, Timestamp, get_layout
 from idfields.migrations.convert.quoting import Dialect, check_dialect
 from idfields.sql.catalog import functions_of
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 KeyKind = Literal["serial", "identity", "auto_increment", "none"]
 KEY_KINDS: tuple[KeyKind, ...] = ("serial", "identity", "auto_increment", "none")
 INTEGER_TYPES = ("smallint", "integer", "bigint")

@@ -34,6 +34,9 @@ from idfields.migrations.convert.online import Executor
 from idfields.migrations.convert.postgres import short_name
 from idfields.migrations.convert.quoting import ident, qualified
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 _LOCK = "exclusive metadata lock (ALGORITHM=COPY)"
 
 

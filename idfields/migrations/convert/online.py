@@ -34,6 +34,9 @@ from idfields.migrations.convert import postgres
 from idfields.migrations.convert.model import Index, KeyInfo, Reference, Statement, Target
 from idfields.migrations.convert.quoting import dollar_quoted, ident, literal, qualified
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 _ALL = "ACCESS EXCLUSIVE"
 SUFFIX = "convert_to_bigint"
 STEPS = ("prepare", "backfill", "verify", "index", "foreign_keys", "swap")

@@ -17,6 +17,9 @@ from collections.abc import Sequence
 from idfields.migrations.convert.model import IdColumn, KeyInfo, Statement, Target
 from idfields.migrations.convert.quoting import dollar_quoted, ident, literal, qualified
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 _ALL = "ACCESS EXCLUSIVE"
 _NAME_BYTES = 63
 

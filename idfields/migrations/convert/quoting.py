@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
+# Implementation of the planner: nothing here is API.
+__all__: list[str] = []
+
 Dialect = Literal["postgresql", "mysql"]
 DIALECTS: tuple[Dialect, ...] = ("postgresql", "mysql")
 
