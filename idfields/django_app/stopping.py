@@ -24,6 +24,9 @@ from idfields.coordination import free_dead_holders
 from idfields.django_app.conf import get_settings
 from idfields.django_app.sources import coordination_database
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 logger = logging.getLogger("idfields.django_app")
 
 

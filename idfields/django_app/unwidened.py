@@ -36,6 +36,9 @@ from idfields.django_app.fields import KSortedFieldMixin, id_columns
 from idfields.django_app.key_checks import column_kinds
 from idfields.django_app.widening import generic_object_ids, is_widened
 
+# Implementation: nothing here is API (Django reaches this module through the app).
+__all__: list[str] = []
+
 Column = tuple[str, str]  # (table, column)
 
 
