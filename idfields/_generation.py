@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from idfields.errors import IdFieldsError
+from idfields.errors import IdFieldsError, InvalidArgument
 from idfields.layouts import Layout
 from idfields.sql.catalog import LayoutFunctions, functions_of
 
@@ -22,10 +22,10 @@ def database_functions(layout: str | Layout, generation: str) -> LayoutFunctions
     ``generation="app"``; an unknown generation, or a layout the database cannot generate,
     raises ValueError naming the fix."""
     if generation not in GENERATIONS:
-        raise ValueError(f"generation={generation!r} is unknown; use 'app' or 'db'")
+        raise InvalidArgument(f"generation={generation!r} is unknown; use 'app' or 'db'")
     if generation == "app":
         return None
     try:
         return functions_of(layout)
     except IdFieldsError as error:
-        raise ValueError(f"generation='db': {error}; or use generation='app'") from None
+        raise InvalidArgument(f"generation='db': {error}; or use generation='app'") from None

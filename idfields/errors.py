@@ -12,9 +12,11 @@ __all__ = [
     "Base62Error",
     "ClockMovedBackwards",
     "ConfigurationError",
+    "ConversionError",
     "GeneratorClosed",
     "IdFieldsError",
     "IdFieldsWarning",
+    "InvalidArgument",
     "InvalidCharacterError",
     "LayoutError",
     "LayoutExhausted",
@@ -33,6 +35,7 @@ __all__ = [
     "UnwidenedIdColumn",
     "UsageError",
     "ValueOutOfRange",
+    "WrongArgumentType",
 ]
 
 
@@ -152,3 +155,15 @@ class SQLiteTransactionOpen(IdFieldsError, RuntimeError):
 
 class RedisIdError(IdFieldsError, RuntimeError):
     """No Redis server of the tier gave IDs within the allowed tries (or waits)."""
+
+
+class InvalidArgument(IdFieldsError, ValueError):
+    """An argument's value cannot be used; the message names the values accepted."""
+
+
+class WrongArgumentType(IdFieldsError, TypeError):
+    """An argument of a type idfields does not take; the message names the type it takes."""
+
+
+class ConversionError(IdFieldsError, RuntimeError):
+    """A key conversion cannot go on safely; the message names the step to run first."""

@@ -32,6 +32,7 @@ from pydantic_core import core_schema
 
 from idfields.codecs import _checked
 from idfields.codecs._public import PublicIds
+from idfields.errors import InvalidArgument, ValueOutOfRange
 
 __all__ = ["ID_PATTERN", "Id", "IdText", "PublicIdText"]
 
@@ -77,12 +78,12 @@ class IdText:
         elif isinstance(value, int) and not isinstance(value, bool):
             number = value
         else:
-            raise ValueError(
+            raise InvalidArgument(
                 f"an ID is a string matching {self._pattern} or a whole number, not "
                 f"{value!r} (a JSON number above 2**53 has lost digits: send IDs as strings)"
             )
         if not 0 <= number <= MAX_ID:
-            raise ValueError(f"ID {number} is out of range; IDs are 0..{MAX_ID}")
+            raise ValueOutOfRange(f"ID {number} is out of range; IDs are 0..{MAX_ID}")
         return number
 
 

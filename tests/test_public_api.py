@@ -332,3 +332,41 @@ def test_every_error_is_an_idfields_error(name: str) -> None:
     warning = issubclass(declared_class, Warning)
     base = idfields.errors.IdFieldsWarning if warning else idfields.errors.IdFieldsError
     assert issubclass(declared_class, base)
+
+
+_BARE = {"ValueError", "TypeError", "RuntimeError", "KeyError", "LookupError", "IndexError"}
+# A raise of a bare builtin that a protocol asks for, by module and function: the reason.
+PROTOCOL_RAISES = {
+    ("idfields.layouts._layout", "__getitem__"): "`layout[name]` is a mapping: KeyError",
+}
+
+
+def bare_raises() -> list[tuple[str, str, int, str]]:
+    """(module, function, line, builtin) of every ``raise`` of a bare builtin error."""
+    found: list[tuple[str, str, int, str]] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for function in ast.walk(tree):
+            if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(function):
+                raised = node.exc if isinstance(node, ast.Raise) else None
+                raised = raised.func if isinstance(raised, ast.Call) else raised
+                if isinstance(raised, ast.Name) and raised.id in _BARE:
+                    found.append((module_name(path), function.name, node.lineno, raised.id))
+    return found
+
+
+def test_every_raise_is_an_idfields_error() -> None:
+    bare = [
+        f"{module}:{line} {function}() raises {error}"
+        for module, function, line, error in sorted(set(bare_raises()))
+        if (module, function) not in PROTOCOL_RAISES
+    ]
+    assert not bare, "raise an idfields.errors class (with the builtin as a base):\n" + "\n".join(
+        bare
+    )
+
+
+def test_the_scan_finds_a_bare_raise() -> None:
+    assert ("idfields.layouts._layout", "__getitem__") in {(m, f) for m, f, _, _ in bare_raises()}

@@ -15,7 +15,7 @@ The encoding is case-sensitive: ``"a"`` and ``"A"`` are different digits, so nev
 case-fold these strings.
 """
 
-from idfields.errors import Base62Error, InvalidCharacterError
+from idfields.errors import Base62Error, InvalidCharacterError, WrongArgumentType
 
 ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 """The 62 digits in ASCII order, which makes fixed-width strings sort numerically."""
@@ -37,7 +37,7 @@ def encode(value: int, *, width: int | None = None) -> str:
     :class:`Base62Error` if ``value`` is out of range or needs more than ``width`` characters.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"base62 encodes int values, not {type(value).__name__}")
+        raise WrongArgumentType(f"base62 encodes int values, not {type(value).__name__}")
     if value < 0:
         raise Base62Error(
             f"cannot base62-encode negative number {value}; values must be in 0..2**63-1"
@@ -75,7 +75,7 @@ def decode(text: str) -> int:
     or :class:`Base62Error` for an empty string or a value over 2**63-1.
     """
     if not isinstance(text, str):
-        raise TypeError(f"base62 decodes str, not {type(text).__name__}")
+        raise WrongArgumentType(f"base62 decodes str, not {type(text).__name__}")
     if not text:
         raise Base62Error(
             "cannot base62-decode an empty string; expected 1 or more characters from 0-9A-Za-z"

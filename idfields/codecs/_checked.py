@@ -9,7 +9,7 @@ one character, or swapping two neighbours that differ, always breaks the sum.
 
 from __future__ import annotations
 
-from idfields.errors import PublicIdError
+from idfields.errors import InvalidArgument, PublicIdError
 
 ALPHABET = "0123456789abcdefghjkmnpqrstwxyz"
 """The digits, in value order."""
@@ -31,7 +31,9 @@ def width_for(bits: int) -> int:
 def encode(digits: list[int]) -> str:
     """``digits`` (each 0..30) with their check character appended."""
     if not 0 < len(digits) < MAX_LENGTH:
-        raise ValueError(f"{len(digits)} digits do not fit a checked string of <= {MAX_LENGTH}")
+        raise InvalidArgument(
+            f"{len(digits)} digits do not fit a checked string of <= {MAX_LENGTH}"
+        )
     total = sum((index + 1) * digit for index, digit in enumerate(digits))
     check = (-total * pow(len(digits) + 1, -1, BASE)) % BASE
     return "".join(ALPHABET[digit] for digit in [*digits, check])
@@ -69,7 +71,7 @@ def to_digits(value: int, width: int) -> list[int]:
         value, digit = divmod(value, BASE)
         digits.append(digit)
     if value:
-        raise ValueError(f"value does not fit {width} base-31 digits")
+        raise InvalidArgument(f"value does not fit {width} base-31 digits")
     return digits[::-1]
 
 

@@ -37,7 +37,12 @@ from idfields.codecs._keys import (
     parse_key,
     scrubbed,
 )
-from idfields.errors import PermutationError, PermutationKeyError, ValueOutOfRange
+from idfields.errors import (
+    PermutationError,
+    PermutationKeyError,
+    ValueOutOfRange,
+    WrongArgumentType,
+)
 
 MIN_BITS = 20
 """Narrowest supported ID space, about 10**6 values: the smallest domain FF3-1 accepts."""
@@ -131,7 +136,7 @@ class KeyedPermutation:
 
     def _check(self, value: int, name: str) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, not {type(value).__name__}")
+            raise WrongArgumentType(f"{name} must be an int, not {type(value).__name__}")
         if not 0 < value <= self._max_value:
             raise ValueOutOfRange(
                 f"{name} {value} is out of range for {self!r}: expected 1..{self._max_value}"
@@ -159,7 +164,7 @@ class KeyedPermutation:
         return f"KeyedPermutation(bits={getattr(self, '_bits', '?')}, key=<hidden>)"
 
     def __reduce__(self) -> NoReturn:
-        raise TypeError(
+        raise WrongArgumentType(
             "KeyedPermutation cannot be pickled, because the pickle would carry its key; "
             "build it where it is needed, e.g. with KeyedPermutation.from_env()"
         )
@@ -173,7 +178,7 @@ class KeyedPermutation:
 
 def _checked_bits(bits: int) -> int:
     if isinstance(bits, bool) or not isinstance(bits, int):
-        raise TypeError(f"bits must be an int, not {type(bits).__name__}")
+        raise WrongArgumentType(f"bits must be an int, not {type(bits).__name__}")
     if not MIN_BITS <= bits <= MAX_BITS:
         raise PermutationError(f"bits={bits} is not supported; use {MIN_BITS}..{MAX_BITS}")
     return bits
@@ -183,7 +188,7 @@ def _master_key(raw: bytes, bits: int, label: str) -> bytes:
     """One 64-byte key per (key, width, label): BLAKE2b keys are limited to 64 bytes, and
     permutations of different widths or labels must be unrelated."""
     if not isinstance(label, str):
-        raise TypeError(f"label must be a str, not {type(label).__name__}")
+        raise WrongArgumentType(f"label must be a str, not {type(label).__name__}")
     master = hashlib.blake2b(
         raw, digest_size=64, person=_KEY_PERSON, salt=bits.to_bytes(16, "big")
     ).digest()

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from idfields.codecs import _checked
 from idfields.codecs._keys import KEY_HINT, parse_key, scrubbed
 from idfields.codecs._permutation import DEFAULT_ENV_VAR, KeyedPermutation
-from idfields.errors import PermutationKeyError, PublicIdError
+from idfields.errors import PermutationKeyError, PublicIdError, WrongArgumentType
 from idfields.layouts import Layout
 
 __all__ = ["PublicIds"]
@@ -123,7 +123,7 @@ def _permutations(
 ) -> tuple[dict[int, KeyedPermutation], int]:
     """One permutation per key, by key id, and the key id of the first (newest) key."""
     if not isinstance(label, str) or not label:
-        raise TypeError("label must be a non-empty str naming the table, e.g. 'shop.order'")
+        raise WrongArgumentType("label must be a non-empty str naming the table, e.g. 'shop.order'")
     listed = [keys] if isinstance(keys, bytes | str) else list(keys)
     if not listed:
         raise PermutationKeyError("no permutation key given; give at least one")

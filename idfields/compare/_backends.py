@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from idfields.compare._ids import Strategy
+from idfields.errors import InvalidArgument
 
 Row = tuple[Any, ...]
 COLUMNS = "seq, created_us, payload"
@@ -129,10 +130,12 @@ class Backend:
         self.commit()
 
     def copy(self, cursor: Any, table: str, rows: list[Row], with_id: bool) -> None:
-        raise ValueError(f"COPY is a PostgreSQL path, not one of {self.vendor}'s")
+        raise InvalidArgument(f"COPY is a PostgreSQL path, not one of {self.vendor}'s")
 
     def insert_select(self, table: str, strategy: Strategy, count: int) -> None:
-        raise ValueError(f"INSERT ... SELECT is measured on PostgreSQL only, not {self.vendor}")
+        raise InvalidArgument(
+            f"INSERT ... SELECT is measured on PostgreSQL only, not {self.vendor}"
+        )
 
     # -- metrics -------------------------------------------------------------------------------
 
@@ -277,7 +280,7 @@ class PostgresBackend(Backend):
     def insert_select(self, table: str, strategy: Strategy, count: int) -> None:
         made = {"uuid": "gen_random_uuid(), "}.get(strategy.kind, "")
         if strategy.kind == "bigint" or strategy.name == "uuid7":
-            raise ValueError(f"{strategy.name} IDs are made in Python: no INSERT ... SELECT")
+            raise InvalidArgument(f"{strategy.name} IDs are made in Python: no INSERT ... SELECT")
         columns = ("id, " if made else "") + COLUMNS
         self.execute(
             f"INSERT INTO {table} ({columns}) SELECT {made}g, "  # noqa: S608 (our names)
@@ -375,14 +378,14 @@ def connect(database_url: str | None, directory: str) -> Backend:
     try:
         return _connect_server(database_url, parts, scheme)
     except ImportError as error:
-        raise ValueError(
+        raise InvalidArgument(
             f"{scheme} needs its driver: pip install 'idfields[{scheme}]' ({error})"
         ) from None
     except Exception as error:
         if isinstance(error, ValueError):
             raise
         where = f"{parts.hostname}:{parts.port}" if parts.port else str(parts.hostname)
-        raise ValueError(
+        raise InvalidArgument(
             f"cannot connect to {scheme} at {where}: {' '.join(str(error).split())}; "
             "check --database-url"
         ) from None
@@ -405,7 +408,7 @@ def _connect_server(database_url: str, parts: Any, scheme: str) -> Backend:
                 database=unquote(parts.path.lstrip("/")),
             )
         )
-    raise ValueError(
+    raise InvalidArgument(
         f"--database-url scheme {parts.scheme!r} is not supported; use postgresql://, mysql://, "
         "mariadb:// or sqlite:///file.db (or leave it out for an embedded SQLite database)"
     )

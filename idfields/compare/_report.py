@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from idfields.errors import InvalidArgument
+
 METRICS = (
     ("pk_index_bytes", "PK index", "bytes"),
     ("leaf_density", "leaf density", "ratio"),
@@ -252,7 +254,7 @@ def check_out_dir(out_dir: Path) -> None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise ValueError(
+        raise InvalidArgument(
             "--out draws compare.png with matplotlib, which is not installed: "
             "pip install 'idfields[compare]' (or leave out --out)"
         ) from None
@@ -262,7 +264,7 @@ def check_out_dir(out_dir: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as error:
-        raise ValueError(
+        raise InvalidArgument(
             f"--out {out_dir} cannot be written ({error.strerror or error}); "
             "give a directory you can write to"
         ) from None

@@ -12,6 +12,7 @@ from pathlib import Path
 from idfields.compare._backends import Backend, PostgresBackend, connect
 from idfields.compare._ids import Strategy, strategies
 from idfields.compare._report import RANGE, SCAN, Report, check_out_dir, write_outputs
+from idfields.errors import InvalidArgument
 
 Advance = Callable[[str], None]
 
@@ -41,9 +42,9 @@ def run_comparison(
     nothing. Everything made in the database is removed again.
     """
     if rows < 10:
-        raise ValueError(f"rows={rows} is too few to measure; use at least 10")
+        raise InvalidArgument(f"rows={rows} is too few to measure; use at least 10")
     if repeat < 1:
-        raise ValueError(f"repeat={repeat}: each strategy must run at least once")
+        raise InvalidArgument(f"repeat={repeat}: each strategy must run at least once")
     if out_dir is not None:
         check_out_dir(Path(out_dir))
     with tempfile.TemporaryDirectory(prefix="idfields-compare-") as scratch:

@@ -13,6 +13,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from idfields.errors import InvalidArgument
+
 VENDORS = ("postgresql", "mysql", "sqlite")
 # SQLite's, PostgreSQL's and MariaDB/MySQL's words for "that table is not there".
 _MISSING_TABLE = re.compile(
@@ -52,7 +54,7 @@ def vendor_of(database: Database) -> str:
     """The database's vendor, refusing those whose SQL we do not speak."""
     vendor = database.vendor
     if vendor not in VENDORS:
-        raise ValueError(
+        raise InvalidArgument(
             f"idfields coordination supports {', '.join(VENDORS)}, not {vendor!r}; keep the "
             "coordination tables in one of those (IDFIELDS['DATABASE'] names the alias)"
         )
@@ -85,5 +87,7 @@ def insert_if_absent(
 def check_length(what: str, value: str, limit: int) -> str:
     """Refuse strings the schema's VARCHAR columns would truncate (MySQL might do it silently)."""
     if len(value) > limit:
-        raise ValueError(f"{what} {value[:40]!r}... is {len(value)} characters; keep it <= {limit}")
+        raise InvalidArgument(
+            f"{what} {value[:40]!r}... is {len(value)} characters; keep it <= {limit}"
+        )
     return value

@@ -64,7 +64,7 @@ from typing import NamedTuple
 from idfields._events import emit
 from idfields.coordination import _holders
 from idfields.coordination._database import Database, check_length, insert_if_absent
-from idfields.errors import NodeError
+from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
 from idfields.sql import noderange
@@ -110,7 +110,9 @@ class LeaseSource:
         clock: Callable[[], int] = time.time_ns,
     ) -> None:
         if not 0.003 <= ttl_s <= 86_400:
-            raise ValueError(f"lease ttl_s={ttl_s!r} is out of range; give 0.003..86400 seconds")
+            raise InvalidArgument(
+                f"lease ttl_s={ttl_s!r} is out of range; give 0.003..86400 seconds"
+            )
         self._database = database
         self._ttl_ms = round(ttl_s * 1000)
         self._holder = holder

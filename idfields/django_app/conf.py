@@ -39,6 +39,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
+from idfields.errors import ConfigurationError, WrongArgumentType
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
 from idfields.nodes import development_mode
 
@@ -68,7 +69,7 @@ class IdFieldsSettings:
     problems: tuple[str, ...] = ()  # values refused (and replaced by defaults), each with a fix
 
     def __reduce__(self) -> NoReturn:
-        raise TypeError(
+        raise WrongArgumentType(
             "IdFieldsSettings cannot be pickled, because the pickle would carry the permutation "
             "key; call get_settings() where the settings are needed"
         )
@@ -80,14 +81,14 @@ class IdFieldsSettings:
         return self
 
     def resolve_layout(self, name: str | Layout) -> Layout:
-        """A built-in or user layout by name (raises LayoutError/KeyError naming the fix)."""
+        """A built-in or user layout by name (raises ConfigurationError naming the fix)."""
         if isinstance(name, Layout):
             return name
         if name in self.layouts:
             value = self.layouts[name]
             layout = import_string(value) if isinstance(value, str) else value
             if not isinstance(layout, Layout):
-                raise TypeError(
+                raise ConfigurationError(
                     f"IDFIELDS['LAYOUTS'][{name!r}] is {layout!r}, not an idfields Layout; "
                     "point it at a Layout instance"
                 )
@@ -95,7 +96,7 @@ class IdFieldsSettings:
         if name in BUILTIN_LAYOUTS:
             return BUILTIN_LAYOUTS[name]
         known = ", ".join([*BUILTIN_LAYOUTS, *self.layouts])
-        raise KeyError(f"unknown idfields layout {name!r}; choose one of {known}")
+        raise ConfigurationError(f"unknown idfields layout {name!r}; choose one of {known}")
 
 
 _KEYS = {

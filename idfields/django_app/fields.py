@@ -45,7 +45,7 @@ from django.db.models import BigAutoField, BigIntegerField, Field, ForeignObject
 from idfields._generation import database_functions
 from idfields.django_app import sources
 from idfields.django_app.conf import get_settings
-from idfields.errors import GeneratorClosed, IdFieldsError
+from idfields.errors import GeneratorClosed, IdFieldsError, WrongArgumentType
 from idfields.layouts import MAX_ID, Layout
 from idfields.sql.catalog import functions_of
 
@@ -152,14 +152,14 @@ class KSortedFieldMixin:
         self, *args: Any, layout: str | None = None, generation: str = APP, **kwargs: Any
     ) -> None:
         if layout is not None and not isinstance(layout, str):
-            raise TypeError(
+            raise WrongArgumentType(
                 f"layout= takes the name of a layout, not {layout!r}; register a Layout object "
                 'under a name in IDFIELDS["LAYOUTS"] and pass that name'
             )
         functions = database_functions(layout or self.default_layout or "", generation)
         for option in ("default", "db_default"):
             if option in kwargs:
-                raise TypeError(
+                raise WrongArgumentType(
                     f"{type(self).__name__} fills itself; drop {option}= (use generation='db' "
                     "for a database-side default)"
                 )

@@ -19,7 +19,6 @@ from typing import Any
 
 from django.db.models import Model
 
-from idfields.codecs import PublicIdError
 from idfields.codecs._checked import ALPHABET, width_for
 from idfields.django_app.public import public_ids_for
 
@@ -35,10 +34,8 @@ def public_id_converter(model: type[Model]) -> type:
         regex = f"[{ALPHABET}]{{{LENGTH}}}"
 
         def to_python(self, value: str) -> int:
-            try:
-                return public_ids_for(model).decode(value)
-            except PublicIdError as error:
-                raise ValueError(str(error)) from None
+            # PublicIdError is a ValueError: Django's resolver answers it with 404.
+            return public_ids_for(model).decode(value)
 
         def to_url(self, value: Model | int | str) -> str:
             pk: Any = value.pk if isinstance(value, Model) else value

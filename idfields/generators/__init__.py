@@ -14,6 +14,7 @@ from __future__ import annotations
 import atexit
 from typing import Any
 
+from idfields.errors import WrongArgumentType
 from idfields.generators._base import IdGenerator, IdSource, live_generators
 from idfields.generators._counter import CounterGenerator
 from idfields.generators._hotpath import COMPILED
@@ -49,7 +50,9 @@ def make_generator(
     if resolved.timestamp is not None:
         return TimeGenerator(resolved, source, node=node, **options)
     if options:
-        raise TypeError(f"layout {resolved.name!r} has no clock; {sorted(options)} do not apply")
+        raise WrongArgumentType(
+            f"layout {resolved.name!r} has no clock; {sorted(options)} do not apply"
+        )
     return CounterGenerator(resolved, source, node=node)
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import NoReturn, Protocol, runtime_checkable
 
 from idfields import _forking, shutdown
-from idfields.errors import GeneratorClosed, ValueOutOfRange
+from idfields.errors import GeneratorClosed, ValueOutOfRange, WrongArgumentType
 from idfields.layouts import Constant, Layout, get_layout
 from idfields.nodes import (
     Assignment,
@@ -96,7 +96,7 @@ class IdGenerator:
         self, layout: str | Layout, source: NodeSource | None = None, *, node: int | None = None
     ) -> None:
         if source is not None and node is not None:
-            raise TypeError("pass either node= or source=, not both")
+            raise WrongArgumentType("pass either node= or source=, not both")
         self.layout = get_layout(layout)
         self._source = source
         if node is not None:
@@ -284,13 +284,13 @@ class IdGenerator:
         self._owner = here
 
     def __reduce__(self) -> NoReturn:
-        raise TypeError(_NO_COPY)
+        raise WrongArgumentType(_NO_COPY)
 
     def __copy__(self) -> NoReturn:
-        raise TypeError(_NO_COPY)
+        raise WrongArgumentType(_NO_COPY)
 
     def __deepcopy__(self, memo: dict[int, object]) -> NoReturn:
-        raise TypeError(_NO_COPY)
+        raise WrongArgumentType(_NO_COPY)
 
     def forked(self) -> None:
         """In a child after fork (the at-fork hook): a new lock, and the parent's node is never

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from idfields.errors import WrongArgumentType
 from idfields.generators._base import IdGenerator
 from idfields.generators._hotpath import CounterCore
 from idfields.layouts import Layout
@@ -17,7 +18,9 @@ class CounterGenerator(CounterCore, IdGenerator):
     ) -> None:
         super().__init__(layout, source, node=node)
         if self.layout.timestamp is not None:
-            raise TypeError(f"layout {self.layout.name!r} has a timestamp; use TimeGenerator")
+            raise WrongArgumentType(
+                f"layout {self.layout.name!r} has a timestamp; use TimeGenerator"
+            )
 
     def _ensure_room(self, wanted: int) -> None:
         if not self._left:

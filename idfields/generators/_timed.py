@@ -13,7 +13,13 @@ import time
 from collections.abc import Callable
 
 from idfields._events import emit
-from idfields.errors import ClockMovedBackwards, LayoutExhausted, NodeError, ValueOutOfRange
+from idfields.errors import (
+    ClockMovedBackwards,
+    LayoutExhausted,
+    NodeError,
+    ValueOutOfRange,
+    WrongArgumentType,
+)
 from idfields.generators._base import IdGenerator
 from idfields.generators._hotpath import TimeCore
 from idfields.layouts import Layout
@@ -50,7 +56,9 @@ class TimeGenerator(TimeCore, IdGenerator):
         super().__init__(layout, source, node=node)
         stamp = self.layout.timestamp
         if stamp is None:
-            raise TypeError(f"layout {self.layout.name!r} has no timestamp; use CounterGenerator")
+            raise WrongArgumentType(
+                f"layout {self.layout.name!r} has no timestamp; use CounterGenerator"
+            )
         max_skew_ns = _whole_ns("max_skew_ns", max_skew_ns)
         max_wait_ns = max_skew_ns if max_wait_ns is None else _whole_ns("max_wait_ns", max_wait_ns)
         self._clock = clock

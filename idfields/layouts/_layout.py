@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal
 
-from idfields.errors import LayoutError, ValueOutOfRange
+from idfields.errors import LayoutError, ValueOutOfRange, WrongArgumentType
 from idfields.layouts._fields import UNITS, Constant, FieldSpec, Node, Sequence, Timestamp
 from idfields.layouts._geometry import TickGeometry
 
@@ -298,7 +298,7 @@ class Layout:
 
     def _stamp_spec(self) -> Timestamp:
         if self._stamp is None:
-            raise TypeError(f"layout {self.name!r} has no timestamp")
+            raise WrongArgumentType(f"layout {self.name!r} has no timestamp")
         return self._stamp
 
     @property
@@ -315,7 +315,7 @@ class Layout:
         """The tick, sequence and fixed fields' place in an ID (TypeError without a timestamp)."""
         stamp, sequence = self.timestamp, self.sequence
         if stamp is None:
-            raise TypeError(f"layout {self.name!r} has no timestamp")
+            raise WrongArgumentType(f"layout {self.name!r} has no timestamp")
         constants = sum(
             p.spec.value * p.multiplier for p in self.placed if isinstance(p.spec, Constant)
         )

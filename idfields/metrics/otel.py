@@ -16,6 +16,7 @@ from opentelemetry.metrics import CallbackOptions, Observation
 from idfields._events import logger
 from idfields.coordination import Database
 from idfields.coordination._report import NodeRoom, launch_room, node_room
+from idfields.errors import WrongArgumentType
 from idfields.metrics import GeneratorStats, generator_stats, live_layouts, subscribe
 
 __all__ = ["instrument"]
@@ -89,7 +90,7 @@ def _reader(database: Database | Callable[[], Database]) -> Callable[[], Databas
         return database  # Django's coordination_database: follows the settings
     if callable(getattr(database, "execute", None)) and callable(getattr(database, "atomic", None)):
         return lambda: database
-    raise TypeError(
+    raise WrongArgumentType(
         f"instrument(database=...) takes the coordination database (SQLAlchemy: the "
         f"SQLAlchemyDatabase your LeaseSource uses) or a function returning it (Django: "
         f"idfields.django_app.sources.coordination_database), not {database!r}"

@@ -16,7 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from idfields.errors import LayoutExhausted, NodeError, RedisIdError, ValueOutOfRange
+from idfields.errors import (
+    InvalidArgument,
+    LayoutExhausted,
+    NodeError,
+    RedisIdError,
+    ValueOutOfRange,
+    WrongArgumentType,
+)
 from idfields.generators._base import check_take_count
 from idfields.layouts import Layout, get_layout
 from idfields.redisid._script import (
@@ -99,7 +106,9 @@ class RedisIdClient:
         from redis.retry import Retry
 
         if isinstance(urls, str) or not urls:
-            raise ValueError("RedisIdClient needs a list of server URLs, e.g. ['redis://h1:6379']")
+            raise InvalidArgument(
+                "RedisIdClient needs a list of server URLs, e.g. ['redis://h1:6379']"
+            )
         if attempts < 1:
             raise ValueOutOfRange(f"attempts must be >= 1, got {attempts}")
         self.layout = get_layout(layout)
@@ -125,7 +134,7 @@ class RedisIdClient:
         self._shards_lock = threading.Lock()
         stamp, sequence = self.layout.timestamp, self.layout.sequence
         if stamp is None or sequence is None:  # shard_field() already refused such a layout
-            raise TypeError(f"layout {self.layout.name!r} needs a timestamp and a sequence")
+            raise WrongArgumentType(f"layout {self.layout.name!r} needs a timestamp and a sequence")
         self._step = sequence.multiplier
         self._fields = (stamp.name, self.layout.node_fields[0].name, sequence.name)
         self._sequence_minimum = sequence.minimum

@@ -26,6 +26,7 @@ import re
 from importlib import resources
 from importlib.resources.abc import Traversable
 
+from idfields.errors import InvalidArgument
 from idfields.sql.noderange import node_range
 from idfields.sql.scripts import statements
 
@@ -72,9 +73,11 @@ def available() -> list[str]:
 def known(version: str) -> str:
     """``version``, refused unless this package has its scripts (naming the ones it has)."""
     if not isinstance(version, str) or not _VERSION.fullmatch(version):
-        raise ValueError(f"idfields SQL versions are four digits such as '0001', got {version!r}")
+        raise InvalidArgument(
+            f"idfields SQL versions are four digits such as '0001', got {version!r}"
+        )
     if version not in available():
-        raise ValueError(
+        raise InvalidArgument(
             f"idfields has no SQL version {version!r} (it has {', '.join(available())}): name "
             f"one of those, or install the idfields release that ships {version}"
         )
@@ -92,7 +95,7 @@ def load(version: str, lease_schema: str = "public", nodes: object = None) -> st
     leasing from the idfields tables in ``lease_schema``, issuing on ``nodes`` (see
     :func:`idfields.sql.noderange.node_range`; None: every node)."""
     if not isinstance(lease_schema, str) or not lease_schema or "\0" in lease_schema:
-        raise ValueError(f"lease_schema must be a schema name, got {lease_schema!r}")
+        raise InvalidArgument(f"lease_schema must be a schema name, got {lease_schema!r}")
     quoted = '"' + lease_schema.replace('"', '""') + '"'
     limits = node_range(nodes)
     return (
@@ -129,7 +132,7 @@ def installed_version(rows: list[tuple[str | None, bool]]) -> str | None:
         return found.group(1)
     if not has_functions:
         return None
-    raise ValueError(
+    raise InvalidArgument(
         f"idfields: schema idfields holds functions but records no idfields SQL version (its "
         f"comment is {comment!r}), so what to replace or drop is unknown. Drop the schema "
         f"(DROP SCHEMA idfields CASCADE, once no column default calls its functions) and run "
@@ -189,12 +192,12 @@ def lease_schema_from(found: list[str]) -> str:
     if len(found) == 1:
         return found[0]
     if not found:
-        raise ValueError(
+        raise InvalidArgument(
             "idfields: no idfields_node_lease table on this connection's search_path; create "
             "the idfields tables first (Django: the idfields app's migrations; SQLAlchemy: "
             "idfields.sqlalchemy_ext.metadata), or pass lease_schema='<schema>'"
         )
-    raise ValueError(
+    raise InvalidArgument(
         f"idfields: idfields_node_lease exists in {len(found)} schemas on the search_path "
         f"({', '.join(found)}); app and database could lease from different tables and repeat "
         f"IDs. Keep one copy, or pass lease_schema='<the schema the app uses>'"
@@ -203,7 +206,7 @@ def lease_schema_from(found: list[str]) -> str:
 
 def _recorded(installed: str, wanted: str) -> str:
     if installed not in available():
-        raise ValueError(
+        raise InvalidArgument(
             f"idfields: the database holds idfields SQL {installed}, which this idfields package "
             f"does not know (it has {', '.join(available())}), so it cannot replace it with "
             f"{wanted} or drop it: what {installed} installed is unknown. Run this migration "
@@ -225,4 +228,4 @@ def _read(version: str, suffix: str) -> str:
         path = folder.joinpath(name)
         if path.is_file():
             return path.read_text(encoding="utf-8")
-    raise ValueError(f"idfields SQL version {version} has no {name}")
+    raise InvalidArgument(f"idfields SQL version {version} has no {name}")

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from idfields.errors import NodeRangeOverlap
+from idfields.errors import InvalidArgument, NodeRangeOverlap
 
 # Implementation: nothing here is API.
 __all__: list[str] = []
@@ -45,7 +45,7 @@ class NodeRange:
 
     def __post_init__(self) -> None:
         if not 0 <= self.first <= self.last <= MAX_NODE:
-            raise ValueError(
+            raise InvalidArgument(
                 f"a node range runs from a first to a last node, 0 <= first <= last <= "
                 f"{MAX_NODE}, got {self.first}-{self.last}; give e.g. nodes=range(0, 512) or "
                 f"nodes='0-511'"
@@ -90,7 +90,7 @@ def node_range(nodes: object) -> NodeRange:
         and all(isinstance(n, int) and not isinstance(n, bool) for n in nodes)
     ):
         return NodeRange(nodes[0], nodes[1])
-    raise ValueError(
+    raise InvalidArgument(
         f"nodes must be a non-empty range of step 1, a (first, last) pair or 'first-last' "
         f"(e.g. nodes=range(0, 512), (0, 511) or '0-511'), or None for every node; got {nodes!r}"
     )

@@ -24,6 +24,7 @@ from sqlalchemy.orm import MappedColumn, mapped_column
 from sqlalchemy.sql.schema import CallableColumnDefault
 
 from idfields._generation import Generation, database_functions
+from idfields.errors import WrongArgumentType
 from idfields.layouts import Layout
 from idfields.sqlalchemy_ext import _flush  # noqa: F401  (the ORM fill: its listener, at import)
 from idfields.sqlalchemy_ext._registry import context_default
@@ -49,7 +50,7 @@ def _column_options(
     """Fill ``kwargs`` with the default, autoincrement and info options of an ID column."""
     for option in ("default", "server_default", "insert_default"):
         if option in kwargs:
-            raise TypeError(
+            raise WrongArgumentType(
                 f"id columns set their own {option}; drop {option}= or use a plain "
                 "BigInteger column"
             )

@@ -32,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from idfields import _forking
 from idfields.coordination import Result
 from idfields.coordination._database import missing_table
-from idfields.errors import TablesMissing
+from idfields.errors import InvalidArgument, TablesMissing, WrongArgumentType
 from idfields.sql.scripts import named_params, named_placeholders, qualify
 from idfields.sqlalchemy_ext._tables import TABLES
 
@@ -57,7 +57,7 @@ def sync_url(url: str | URL) -> URL:
         return url
     driver = _SYNC_DRIVERS.get(url.get_driver_name())
     if driver is None:
-        raise ValueError(
+        raise InvalidArgument(
             f"no synchronous driver known for {url.drivername!r}; give the URL of a sync driver "
             "on the same database (postgresql+psycopg://, mysql+pymysql://, sqlite://)"
         )
@@ -79,10 +79,12 @@ class SQLAlchemyDatabase:
         if isinstance(engine, AsyncEngine):
             engine = create_engine(sync_url(engine.url))
         elif not isinstance(engine, Engine):
-            raise TypeError(f"SQLAlchemyDatabase needs an Engine or AsyncEngine, got {engine!r}")
+            raise WrongArgumentType(
+                f"SQLAlchemyDatabase needs an Engine or AsyncEngine, got {engine!r}"
+            )
         vendor = _VENDORS.get(engine.dialect.name)
         if vendor is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"idfields coordination supports PostgreSQL, MariaDB/MySQL and SQLite, not "
                 f"{engine.dialect.name!r}; use a static node source (StaticNode) instead"
             )

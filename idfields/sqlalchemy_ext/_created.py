@@ -18,6 +18,7 @@ from typing import Any, overload
 
 from sqlalchemy import Column, inspect
 
+from idfields.errors import WrongArgumentType
 from idfields.layouts import Layout
 from idfields.sqlalchemy_ext._registry import resolve_layout
 from idfields.sqlalchemy_ext._tables import INFO_KEY
@@ -36,13 +37,13 @@ def layout_of(model: type, attribute: str = "id") -> Layout:
     column: Any = inspect(model, raiseerr=True).columns.get(attribute)
     name = _layout_name(column) if isinstance(column, Column) else None
     if name is None:
-        raise TypeError(
+        raise WrongArgumentType(
             f"{model.__name__}.{attribute} is not an idfields ID column (id_column(), "
             "id_column_core(), or a foreign key to one); created_from_id() decodes only those"
         )
     layout = resolve_layout(name)
     if layout.timestamp is None:
-        raise TypeError(f"layout {name!r} of {model.__name__}.{attribute} holds no time")
+        raise WrongArgumentType(f"layout {name!r} of {model.__name__}.{attribute} holds no time")
     return layout
 
 

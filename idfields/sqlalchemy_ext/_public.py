@@ -29,6 +29,7 @@ from sqlalchemy.ext.hybrid import Comparator, hybrid_property
 from sqlalchemy.sql.elements import ColumnElement
 
 from idfields.codecs import DEFAULT_ENV_VAR, PublicIdError, PublicIds
+from idfields.errors import WrongArgumentType
 from idfields.sqlalchemy_ext._registry import resolve_layout
 from idfields.sqlalchemy_ext._tables import INFO_KEY
 
@@ -105,4 +106,4 @@ def public_ids(model: type) -> PublicIds:
     for descriptor in sa.inspect(model, raiseerr=True).all_orm_descriptors:
         if isinstance(descriptor, hybrid_property) and descriptor.fget in _CODECS:
             return _CODECS[descriptor.fget].get(model)
-    raise TypeError(f"{model.__name__} has no public_id_property(); add one to the model")
+    raise WrongArgumentType(f"{model.__name__} has no public_id_property(); add one to the model")

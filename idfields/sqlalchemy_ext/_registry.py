@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from idfields._registry import SourceRegistry
-from idfields.errors import GeneratorClosed
+from idfields.errors import ConfigurationError, GeneratorClosed, InvalidArgument, WrongArgumentType
 from idfields.generators import DEFAULT_MAX_SKEW_NS, IdSource, make_generator
 from idfields.generators._hotpath import compiled
 from idfields.layouts import BUILTIN_LAYOUTS, Layout
@@ -65,14 +65,16 @@ class _Slot:
 def _slot(layout: str | Layout) -> _Slot:
     name = layout.name if isinstance(layout, Layout) else layout
     if not isinstance(name, str):
-        raise TypeError(f"layout must be a layout name or an idfields Layout, got {layout!r}")
+        raise WrongArgumentType(
+            f"layout must be a layout name or an idfields Layout, got {layout!r}"
+        )
     given = layout if isinstance(layout, Layout) else None
     with _slots_lock:
         slot = _slots.get(name)
         if slot is None:
             slot = _slots[name] = _Slot(name, given)
         elif given is not None and slot.layout not in (None, given):
-            raise ValueError(
+            raise InvalidArgument(
                 f"two different layouts are both named {name!r}; give each a unique name"
             )
         elif given is not None:
@@ -86,7 +88,7 @@ def resolve_layout(key: str | Layout) -> Layout:
     layout = slot.layout or _config.layouts.get(slot.name) or BUILTIN_LAYOUTS.get(slot.name)
     if layout is None:
         known = ", ".join([*BUILTIN_LAYOUTS, *_config.layouts])
-        raise KeyError(
+        raise ConfigurationError(
             f"unknown idfields layout {slot.name!r} (known: {known}); register it with "
             "idfields.sqlalchemy_ext.configure(layouts=[...]) or pass the Layout itself"
         )
@@ -112,7 +114,7 @@ def _other_source(name: str, given: IdSourceOrFactory) -> IdSource:
     """An ID source other than the in-process generator (the Redis tier, the host-shared one)."""
     made = given if isinstance(given, IdSource) else given()
     if not isinstance(made, IdSource) or made.layout.name != name:
-        raise TypeError(
+        raise WrongArgumentType(
             f"configure(generators={{{name!r}: ...}}) gave {made!r}, not an ID source of layout "
             f"{name!r}; pass an object with layout, __call__, take and close (RedisIdClient, "
             "HostSharedGenerator, IdGenerator) or a factory returning one"
@@ -139,16 +141,16 @@ def configure(
     the generators made so far, releasing their leases; the next ID uses the new settings.
     """
     if isinstance(max_skew, bool) or not isinstance(max_skew, int | float) or max_skew < 0:
-        raise ValueError(f"max_skew must be a number of seconds >= 0, got {max_skew!r}")
+        raise InvalidArgument(f"max_skew must be a number of seconds >= 0, got {max_skew!r}")
     if source is not None and not callable(source) and not isinstance(source, NodeSource):
-        raise TypeError(
+        raise WrongArgumentType(
             f"source must be a NodeSource (with acquire(layout)) or a callable taking a Layout "
             f"and returning one, got {source!r}"
         )
     named = dict(layouts) if isinstance(layouts, Mapping) else {lay.name: lay for lay in layouts}
     for name, layout in named.items():
         if not isinstance(layout, Layout):
-            raise TypeError(f"layouts[{name!r}] is {layout!r}, not an idfields Layout")
+            raise WrongArgumentType(f"layouts[{name!r}] is {layout!r}, not an idfields Layout")
     new = _Config(source, named, round(max_skew * 1e9), dict(generators or {}))
 
     def apply() -> None:

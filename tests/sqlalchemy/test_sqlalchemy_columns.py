@@ -13,6 +13,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session
 from sqlalchemy.sql.schema import CallableColumnDefault
 
 from idfields import sql
+from idfields.errors import ConfigurationError
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext import id_column, id_column_core, id_default, metadata
 
@@ -152,7 +153,7 @@ def test_bad_arguments_name_the_fix() -> None:
         id_column(layout="globalid", generation="db")
     with pytest.raises(ValueError, match="generation='server' is unknown; use 'app' or 'db'"):
         id_column_core(generation="server")  # type: ignore[arg-type]
-    with pytest.raises(KeyError, match="configure"):
+    with pytest.raises(ConfigurationError, match="configure"):
         id_default("no_such_layout")()
 
 

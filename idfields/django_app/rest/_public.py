@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from idfields.codecs import PublicIdError
 from idfields.codecs._checked import ALPHABET
 from idfields.django_app.public import public_ids_for
+from idfields.errors import WrongArgumentType
 
 LOOKUP_URL_KWARG = "public_id"
 """The URL keyword of :class:`PublicIdLookupMixin`, and the one the link fields fill."""
@@ -30,7 +31,7 @@ class PublicIdField(serializers.Field):
     def _model(self) -> type[Model]:
         found = self.model or getattr(getattr(self.parent, "Meta", None), "model", None)
         if found is None:
-            raise TypeError(
+            raise WrongArgumentType(
                 f"{self.field_name}: give PublicIdField(model=...) outside a ModelSerializer"
             )
         return found
@@ -67,7 +68,7 @@ def target_model(field: serializers.RelatedField) -> type[Model]:
     except (AttributeError, FieldDoesNotExist):
         model = None
     if model is None:
-        raise TypeError(
+        raise WrongArgumentType(
             f"{holder.field_name}: give {type(field).__name__}(model=...), or a queryset, where "
             "the serializer's Meta.model does not name the related model"
         )

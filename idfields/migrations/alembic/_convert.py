@@ -25,7 +25,7 @@ from typing import Any
 from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
-from idfields.errors import UnwidenedIdColumn
+from idfields.errors import InvalidArgument, UnwidenedIdColumn
 from idfields.migrations import convert
 from idfields.migrations.convert import locks, online
 from idfields.migrations.convert.introspect import likely_id_columns
@@ -83,7 +83,7 @@ class _KeyOp(MigrateOperation):
             return None
         if operations.get_context().as_sql:
             if self.assume is None:
-                raise ValueError(
+                raise InvalidArgument(
                     f"offline (--sql) conversion of {self.table}.{self.column} cannot read the "
                     "catalog: pass assume=KeyInfo(...) describing the key (kind, column types, "
                     "sequence, referencing columns), or run the migration online"
@@ -137,7 +137,7 @@ def _column_of(name: str, schema: str | None) -> tuple[str | None, str, str]:
         return schema, parts[0], parts[1]
     if len(parts) == 3:
         return parts[0], parts[1], parts[2]
-    raise ValueError(f"also={name!r}: write 'table.column' or 'schema.table.column'")
+    raise InvalidArgument(f"also={name!r}: write 'table.column' or 'schema.table.column'")
 
 
 def _query(operations: Operations) -> convert.Query:
@@ -353,7 +353,7 @@ class BackfillBigintShadowOp(_OnlineOp):
         self, operations: Operations, key: convert.KeyInfo
     ) -> dict[tuple[str | None, str], int]:
         if operations.get_context().as_sql:
-            raise ValueError(
+            raise InvalidArgument(
                 f"offline (--sql) backfill of {self.table}: the batches are cut from the "
                 "table's current size, which only a live connection can read; run this "
                 "migration online"

@@ -23,6 +23,7 @@ from alembic.operations import MigrateOperation, Operations
 from sqlalchemy import text
 
 from idfields import sql
+from idfields.errors import InvalidArgument
 from idfields.layouts import Layout
 from idfields.sql.layouts import LayoutLike, as_layout, layout_scripts
 from idfields.sql.noderange import node_range
@@ -166,7 +167,7 @@ def _lease_schema(operations: Operations, operation: InstallIdFunctionsOp) -> st
     if named is not None:
         return named
     if operations.get_context().as_sql:
-        raise ValueError(
+        raise InvalidArgument(
             f"idfields: offline (--sql) install of SQL {operation.version} cannot look up the "
             f"idfields tables' schema; pass lease_schema='<schema>' to op.install_id_functions"
         )

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from idfields.errors import InvalidArgument
 from idfields.migrations.convert import mysql
 from idfields.migrations.convert.model import IdColumn, Index, KeyInfo, KeyKind, Reference
 from idfields.migrations.convert.postgres import IDENTITY_COMMENTS, short_name
@@ -137,7 +138,7 @@ def introspect_postgres(
     rows = query(_PG_COLUMN, [qualified("postgresql", schema, table), column])
     if not rows:
         where = f"{schema}.{table}" if schema else table
-        raise ValueError(f"no column {column!r} in table {where!r}: check the names")
+        raise InvalidArgument(f"no column {column!r} in table {where!r}: check the names")
     oid, found_schema, attnum, type_name, identity, _, owned_seq = rows[0][:7]
     serial_seq, serial_schema, pk = rows[0][7:]
     kind: KeyKind = "none"
@@ -159,7 +160,7 @@ def introspect_postgres(
         ref_schema, ref_table, ref_column, ref_type, nullable, name = row[:6]
         on_update, on_delete, deferrable, deferred, width = row[6:]
         if width != 1:
-            raise ValueError(
+            raise InvalidArgument(
                 f"constraint {name!r} on {ref_table!r} is a multi-column foreign key including "
                 f"{table}.{column}; convert it by hand, this operation handles single columns"
             )
@@ -242,7 +243,7 @@ def _pg_type(type_name: str, table: str, column: str) -> str:
     try:
         return _PG_TYPES[type_name]
     except KeyError:
-        raise ValueError(
+        raise InvalidArgument(
             f"{table}.{column} is {type_name}, not an integer: only integer keys are converted"
         ) from None
 
@@ -314,7 +315,7 @@ def introspect_mysql(
     """The key ``schema.table.column`` (``schema`` None: the current database)."""
     rows = query(_MYSQL_COLUMN, [schema, table, column])
     if not rows:
-        raise ValueError(f"no column {column!r} in table {table!r}: check the names")
+        raise InvalidArgument(f"no column {column!r} in table {table!r}: check the names")
     data_type, column_type, extra = rows[0]
     current = str(query("SELECT DATABASE()", [])[0][0])
     references = []
@@ -373,7 +374,7 @@ def _mysql_type(type_name: str, table: str, column: str) -> str:
     try:
         return _MYSQL_TYPES[type_name.lower()]
     except KeyError:
-        raise ValueError(
+        raise InvalidArgument(
             f"{table}.{column} is {type_name}, not an integer: only integer keys are converted"
         ) from None
 
@@ -404,7 +405,7 @@ def introspect_also(
             rows = query(_MYSQL_ALSO, [schema, table, column])
             convert = _mysql_type
         if not rows:
-            raise ValueError(f"no column {column!r} in table {table!r}: check the names")
+            raise InvalidArgument(f"no column {column!r} in table {table!r}: check the names")
         type_name, nullable, unsigned = rows[0]
         data_type = convert(str(type_name), table, column)
         if data_type != "bigint":

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from idfields._generation import Generation, database_functions
-from idfields.errors import LayoutError
+from idfields.errors import InvalidArgument, LayoutError
 from idfields.layouts import Layout, Timestamp, get_layout
 from idfields.migrations.convert.quoting import Dialect, check_dialect
 from idfields.sql.catalog import functions_of
@@ -107,15 +107,15 @@ class KeyInfo:
     def __post_init__(self) -> None:
         check_dialect(self.dialect)
         if self.kind not in KEY_KINDS:
-            raise ValueError(f"key kind {self.kind!r} is unknown; use one of {KEY_KINDS}")
+            raise InvalidArgument(f"key kind {self.kind!r} is unknown; use one of {KEY_KINDS}")
         for data_type in (self.data_type, *(ref.data_type for ref in self.references)):
             if data_type not in INTEGER_TYPES:
-                raise ValueError(
+                raise InvalidArgument(
                     f"column type {data_type!r} cannot hold k-sorted IDs; only integer keys "
                     f"({', '.join(INTEGER_TYPES)}) are converted"
                 )
         if self.kind == "serial" and self.sequence is None:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{self.table}.{self.column} is serial but no sequence was given; pass its name"
             )
 
@@ -231,11 +231,11 @@ def lock_timeout_ms(value: str) -> int:
     """Parse ``"5s"``, ``"500ms"``, ``"1min"`` or ``"5000"`` (ms) into milliseconds."""
     match = _LOCK_TIMEOUT.fullmatch(value) if isinstance(value, str) else None
     if match is None:
-        raise ValueError(
+        raise InvalidArgument(
             f"lock_timeout={value!r} is not a duration; write e.g. '5s', '500ms' or '1min'"
         )
     scale = {None: 1, "ms": 1, "s": 1000, "min": 60_000}[match.group(2)]
     milliseconds = int(match.group(1)) * scale
     if milliseconds <= 0:
-        raise ValueError("lock_timeout must be positive: 0 would wait forever for a lock")
+        raise InvalidArgument("lock_timeout must be positive: 0 would wait forever for a lock")
     return milliseconds

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from idfields.errors import InvalidArgument
 from idfields.migrations.convert.model import (
     IdColumn,
     KeyInfo,
@@ -203,7 +204,7 @@ def widen_only(columns: Sequence[IdColumn], target: Target) -> list[Statement]:
 
 def forwards(key: KeyInfo, target: Target) -> list[Statement]:
     if target.generation == "db":
-        raise ValueError(
+        raise InvalidArgument(
             "generation='db' needs the PostgreSQL functions; on MariaDB/MySQL use generation='app'"
         )
     target.check_max_id(key)

@@ -30,6 +30,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from idfields.errors import ConversionError, InvalidArgument
 from idfields.migrations.convert import postgres
 from idfields.migrations.convert.model import Index, KeyInfo, Reference, Statement, Target
 from idfields.migrations.convert.quoting import dollar_quoted, ident, literal, qualified
@@ -157,7 +158,9 @@ def backfill(
 
 def check_batch_pages(batch_pages: int) -> None:
     if not isinstance(batch_pages, int) or batch_pages < 1:
-        raise ValueError(f"batch_pages must be a whole number of pages >= 1, got {batch_pages!r}")
+        raise InvalidArgument(
+            f"batch_pages must be a whole number of pages >= 1, got {batch_pages!r}"
+        )
 
 
 def verify(key: KeyInfo) -> Step:
@@ -404,19 +407,19 @@ def check_dialect(key: KeyInfo) -> None:
     """The online path is Postgres only, and carries over plain btree indexes, PRIMARY KEY,
     UNIQUE and FOREIGN KEY constraints only: refuse before the first step, naming the rest."""
     if key.dialect != "postgresql":
-        raise ValueError(
+        raise InvalidArgument(
             f"the online path is for PostgreSQL, not {key.dialect}: on MariaDB/MySQL convert "
             "in place (ConvertToKSortedId / op.convert_to_ksorted_id), or run that ALTER "
             "through an online schema-change tool (gh-ost, pt-online-schema-change)"
         )
     if key.also:
         names = ", ".join(f"{column.table}.{column.column}" for column in key.also)
-        raise ValueError(
+        raise InvalidArgument(
             f"{names} must hold the new IDs but no foreign key ties them to the key: widen them "
             "to bigint before the online path (WidenObjectId in Django, or op.alter_column)"
         )
     if key.online_blockers:
-        raise ValueError(
+        raise InvalidArgument(
             f"the online path cannot carry over {'; '.join(key.online_blockers)}: dropping the "
             "old column would drop it. Convert in place (ConvertToKSortedId / "
             "op.convert_to_ksorted_id), or drop it first and re-create it after the swap"
@@ -454,7 +457,7 @@ def run_step(executor: Executor, step: Step) -> None:
     if step.name == "verify":
         stale = sum(executor.scalar(statement) for statement in step.statements)
         if stale:
-            raise RuntimeError(
+            raise ConversionError(
                 f"{stale} rows are out of sync after the backfill; is the sync trigger in "
                 "place? Run the backfill again before the swap"
             )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+from idfields.errors import InvalidArgument
 from idfields.migrations.convert.model import IdColumn, KeyInfo, Statement, Target
 from idfields.migrations.convert.quoting import dollar_quoted, ident, literal, qualified
 
@@ -45,7 +46,7 @@ def table_name(key: KeyInfo) -> str:
 
 def sequence_name(key: KeyInfo) -> str:
     if key.sequence is None:
-        raise ValueError(f"{key.table}.{key.column} has no sequence")
+        raise InvalidArgument(f"{key.table}.{key.column} has no sequence")
     return qualified("postgresql", key.sequence_schema or key.schema, key.sequence)
 
 

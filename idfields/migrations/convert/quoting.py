@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from idfields.errors import InvalidArgument
+
 # Implementation of the planner: nothing here is API.
 __all__: list[str] = []
 
@@ -21,7 +23,7 @@ def check_dialect(dialect: str) -> Dialect:
     for known in DIALECTS:
         if dialect == known:
             return known
-    raise ValueError(
+    raise InvalidArgument(
         f"cannot convert keys on {dialect!r}; supported: {', '.join(DIALECTS)} "
         "(SQLite's INTEGER PRIMARY KEY already holds 64-bit IDs: no conversion needed)"
     )
@@ -29,7 +31,7 @@ def check_dialect(dialect: str) -> Dialect:
 
 def _check_name(name: str) -> str:
     if not isinstance(name, str) or not name or "\x00" in name:
-        raise ValueError(f"invalid SQL identifier {name!r}: give a non-empty name without NUL")
+        raise InvalidArgument(f"invalid SQL identifier {name!r}: give a non-empty name without NUL")
     return name
 
 
@@ -51,7 +53,7 @@ def qualified(dialect: Dialect, schema: str | None, name: str) -> str:
 def literal(text: str) -> str:
     """A Postgres string literal (standard_conforming_strings, on by default since 9.1)."""
     if "\x00" in text:
-        raise ValueError(f"a string literal cannot hold NUL: {text!r}")
+        raise InvalidArgument(f"a string literal cannot hold NUL: {text!r}")
     return "'" + text.replace("'", "''") + "'"
 
 

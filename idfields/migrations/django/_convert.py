@@ -22,6 +22,7 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import ProjectState
 from django.db.models import Field, Model
 
+from idfields.errors import InvalidArgument
 from idfields.layouts import BUILTIN_LAYOUTS
 from idfields.migrations import convert
 from idfields.migrations.convert import locks
@@ -132,14 +133,14 @@ class KeyOperation(IdFieldsOperation):
         if not self.allowed(app_label, schema_editor, model):
             return None
         if connection.vendor not in self.dialects:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{type(self).__name__} runs on PostgreSQL only, not {connection.vendor}: on "
                 "MariaDB/MySQL use ConvertToKSortedId, or an online schema-change tool "
                 "(gh-ost, pt-online-schema-change) for the ALTER it prints"
             )
         meta = model._meta
         if meta.pk is None or meta.pk.column is None:
-            raise ValueError(f"{meta.label} has no primary key column to convert")
+            raise InvalidArgument(f"{meta.label} has no primary key column to convert")
         with connection.cursor() as cursor:
             tables = connection.introspection.table_names(cursor)
             if schema_editor.collect_sql and meta.db_table not in tables:
@@ -211,7 +212,7 @@ class ConvertToKSortedId(KeyOperation):
             None,
         )
         if found is None:
-            raise ValueError(f"{app_label}.{self.model_name} has no primary key to convert")
+            raise InvalidArgument(f"{app_label}.{self.model_name} has no primary key to convert")
         name, old = found
         state.alter_field(app_label, self.model_name.lower(), name, self._new_field(old), True)
 
@@ -329,9 +330,9 @@ class WidenObjectId(IdFieldsOperation):
         try:
             columns = generic_object_ids(self.app_label, self.model_name)
         except LookupError as error:
-            raise ValueError(f"WidenObjectId({self._named!r}): {error}") from None
+            raise InvalidArgument(f"WidenObjectId({self._named!r}): {error}") from None
         if not columns:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{self._named} has no integer object_id of a GenericForeignKey or "
                 "GenericRelation: check the app label and model name"
             )

@@ -19,7 +19,7 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import ProjectState
 
 from idfields import sql
-from idfields.errors import MissingPrivilege
+from idfields.errors import InvalidArgument, MissingPrivilege
 from idfields.migrations.django._base import IdFieldsOperation, execute
 from idfields.sql.layouts import LayoutLike, as_layout, layout_scripts
 from idfields.sql.noderange import NodeRange, node_range
@@ -136,7 +136,7 @@ class InstallIdFunctions(_FunctionOperation):
         if not isinstance(self.nodes, dict):
             return self.nodes
         if alias not in self.nodes:
-            raise ValueError(
+            raise InvalidArgument(
                 f"InstallIdFunctions(nodes=...) names no node range for database alias "
                 f"{alias!r} (it names {', '.join(map(repr, self.nodes))}); add one, disjoint "
                 f"from the others, or keep the idfields functions off that alias (a router)"

@@ -25,6 +25,7 @@ from typing import ClassVar
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.migrations.state import ProjectState
 
+from idfields.errors import InvalidArgument
 from idfields.migrations import convert
 from idfields.migrations.convert import online
 from idfields.migrations.django._convert import ConvertToKSortedId, KeyOperation, run_steps
@@ -47,7 +48,7 @@ class _ShadowStep(KeyOperation):
         self, app_label: str, schema_editor: BaseDatabaseSchemaEditor, state: ProjectState
     ) -> None:
         if self.needs_autocommit and schema_editor.connection.in_atomic_block:
-            raise ValueError(
+            raise InvalidArgument(
                 f"{type(self).__name__}({self.model_name!r}) must run outside a transaction "
                 "(batches commit one by one, indexes build CONCURRENTLY): set atomic = False "
                 "on its migration"

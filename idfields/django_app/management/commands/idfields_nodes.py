@@ -34,7 +34,7 @@ class Command(BaseCommand):
         names = [layout] if layout else list(dict.fromkeys([settings.layout, *settings.layouts]))
         try:
             layouts = [settings.resolve_layout(name) for name in names]
-        except (KeyError, TypeError, ImportError, ValueError) as error:
+        except (IdFieldsError, ImportError) as error:
             raise CommandError(str(error)) from error
         db = coordination_database(database)
         leases = list_leases(db, layouts[0].lease_key if layout else None)

@@ -38,7 +38,7 @@ def _layouts() -> list[Layout]:
     settings = get_settings()
     try:
         layouts = [settings.resolve_layout(name) for name in layout_names_in_use(settings)]
-    except (KeyError, TypeError, ImportError, ValueError) as error:
+    except (IdFieldsError, ImportError) as error:
         raise CommandError(f"{error} (manage.py check lists every settings problem)") from error
     return list(dict.fromkeys(layouts))
 
