@@ -16,6 +16,9 @@ import itertools
 import re
 from collections.abc import Collection, Sequence
 
+# Implementation: nothing here is API.
+__all__: list[str] = []
+
 _TOKEN = re.compile(
     r"""
       (?P<comment> --[^\n]* | /\*.*?\*/ )

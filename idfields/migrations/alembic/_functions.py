@@ -193,7 +193,7 @@ def _target_schema(operations: Operations) -> str | None:
     else:
         schemas = {operations.get_bind().schema_for_object(table) for table in tables}
     if len(schemas) > 1:
-        raise ValueError(
+        raise InvalidArgument(
             f"idfields: target_metadata holds idfields_node_lease in {len(schemas)} schemas "
             f"({', '.join(sorted(map(str, schemas)))}); pass lease_schema='<the schema the app "
             "uses>' to op.install_id_functions"
