@@ -1,14 +1,16 @@
 """Django's own test suite with our keys: a drop-in loses no test that BigAutoField passes.
 
 Downloads the sdist of the installed Django (its tests are not in the wheel), runs
-``tests/runtests.py`` on PostgreSQL for ``LABELS``, once with ``BigAutoField`` and once with
-``SnowflakeAutoField`` (``idfields.django_app`` added to runtests' always-installed apps), and
-fails on any test that passes on the first run and not on the second, except ``EXPECTED``.
-Then every idfields system check runs over every model of the whole suite: none may crash.
+``tests/runtests.py`` for ``LABELS`` on PostgreSQL, MariaDB and SQLite, on each once with
+``BigAutoField`` and once with ``SnowflakeAutoField`` (``idfields.django_app`` added to runtests'
+always-installed apps), and fails on any test that passes on the first run and not on the
+second, except ``EXPECTED``. Then every idfields system check runs over every model of the whole
+suite: none may crash.
 
-    python .ci/django_suite.py [--work DIR] [--parallel N]
+    python .ci/django_suite.py [--work DIR] [--parallel N] [--backend postgresql|mysql|sqlite]...
 
-PostgreSQL is ``$IDFIELDS_TEST_DATABASE_URL`` (a server: the suite makes its own databases).
+PostgreSQL is ``$IDFIELDS_TEST_DATABASE_URL`` and MariaDB ``$IDFIELDS_TEST_MYSQL_URL`` (servers:
+the suite makes its own databases); SQLite's test databases are in memory.
 """
 
 from __future__ import annotations
@@ -16,21 +18,28 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
 import django
 import suites
 
+# The 20 labels about saving keys, then those an ordinary project leans on besides.
 LABELS = [
     *("basic", "bulk_create", "model_inheritance", "model_inheritance_regress"),
     *("many_to_many", "m2m_through", "generic_relations", "get_or_create", "update"),
     *("save_delete_hooks", "fixtures", "serializers", "proxy_models", "one_to_one"),
     *("foreign_object", "select_related", "prefetch_related", "custom_pk", "model_formsets"),
-    *("admin_changelist",),
+    *("admin_changelist", "auth_tests", "contenttypes_tests", "generic_relations_regress"),
+    *("m2m_and_m2o", "m2m_intermediary", "m2m_multiple", "m2m_recursive", "m2m_regress"),
+    *("m2m_signals", "m2m_through_regress", "delete", "delete_regress", "many_to_one"),
+    *("many_to_one_null", "queries", "aggregation", "lookup", "expressions", "transactions"),
+    *("fixtures_regress", "model_forms", "admin_inlines"),
 ]
 
-# Tests whose own models store our 63-bit keys in 32-bit columns. No check can name these: the
-# test copies another model's key by hand into an IntegerField primary key.
+# Tests that cannot pass with keys of 63 bits whatever the field does, each with the assertion
+# that fails. No check can name these: the test copies another model's key by hand into an
+# IntegerField primary key, or asserts the SQL text of an INSERT that returns Django's own id.
 EXPECTED = {
     # SubBase.sub_id = IntegerField(primary_key=True), given Base.id
     "model_inheritance.tests.ModelInheritanceTests.test_custompk_m2m": "no check",
@@ -40,26 +49,24 @@ EXPECTED = {
     ),
 }
 
+# Where each backend's databases are: a server URL, or none for SQLite (Django's test databases
+# are then in memory).
+SERVERS = {
+    "postgresql": ("IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/"),
+    "mysql": ("IDFIELDS_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/"),
+    "sqlite": ("", "sqlite://"),
+}
+
 SETTINGS = """\
 import os
-from urllib.parse import urlsplit
 
-_url = urlsplit(os.environ["IDFIELDS_SUITE_URL"])
-_name = os.environ["IDFIELDS_SUITE_DB"]
+import suites
 
-
-def _db(suffix):
-    return {
-        "ENGINE": "django.db.backends.postgresql",
-        "NAME": _name + suffix,
-        "USER": _url.username or "postgres",
-        "PASSWORD": _url.password or "",
-        "HOST": _url.hostname or "127.0.0.1",
-        "PORT": _url.port or 5432,
-    }
-
-
-DATABASES = {"default": _db(""), "other": _db("_other")}
+_url, _name = os.environ["IDFIELDS_SUITE_URL"], os.environ["IDFIELDS_SUITE_DB"]
+DATABASES = {
+    "default": suites.database(_url, _name),
+    "other": suites.database(_url, _name + "_other"),
+}
 SECRET_KEY = "django_tests_secret_key"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 DEFAULT_AUTO_FIELD = os.environ["IDFIELDS_SUITE_AUTO_FIELD"]
@@ -101,15 +108,10 @@ def prepare(work: Path) -> Path:
     return tests
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, default=Path("/tmp/idfields-framework-suites"))
-    parser.add_argument("--parallel", type=int, default=os.cpu_count() or 1)
-    args = parser.parse_args()
-    tests = prepare(args.work)
-    url = os.environ.get("IDFIELDS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/")
-    # From Django's tests/requirements/py3.txt, what these labels use.
-    site = str(suites.requirements({"tblib": "tblib", "yaml": "PyYAML"}, args.work))
+def gate(backend: str, tests: Path, args: argparse.Namespace, site: str) -> list[str]:
+    """Run the labels on ``backend`` with BigAutoField, then ours; the tests lost."""
+    variable, default = SERVERS[backend]
+    url = os.environ.get(variable, default) if variable else default
 
     def env(auto_field: str, tag: str) -> dict[str, str]:
         return {
@@ -132,26 +134,53 @@ def main() -> int:
         runtests("runtests.py", LABELS, args.parallel),
         tests,
         env(suites.BASELINE, "base"),
-        results / "django-base.json",
+        results / f"django-{backend}-base.json",
     )
     ours = suites.run(
         runtests("runtests_idfields.py", LABELS, args.parallel),
         tests,
         env(suites.OURS, "ours"),
-        results / "django-ours.json",
+        results / f"django-{backend}-ours.json",
     )
+    print(f"Django's suite on {backend}:")
     lost = suites.lost_tests(base, ours, EXPECTED)
     if lost:  # once more on their own: a timing test on a busy machine is not a regression
         again = suites.run(
             runtests("runtests_idfields.py", lost, 1),
             tests,
             env(suites.OURS, "again"),
-            results / "django-again.json",
+            results / f"django-{backend}-again.json",
         )
         lost = [test for test in lost if again.get(test) != "ok"]
-        print(f"after running them again on their own, {len(lost)} lost: {lost}")
-    checked = suites.run_script(tests / "idfields_suite_checks.py", tests, env(suites.OURS, "c"))
-    return 1 if lost or not checked else 0
+        print(f"after running them again on their own, {len(lost)} lost on {backend}: {lost}")
+    if backend == "postgresql":
+        script = tests / "idfields_suite_checks.py"
+        if not suites.run_script(script, tests, env(suites.OURS, "c")):
+            lost.append("idfields checks over the whole suite")
+    return lost
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, default=Path("/tmp/idfields-framework-suites"))
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument("--backend", choices=list(SERVERS), action="append")
+    args = parser.parse_args()
+    backends = args.backend or list(SERVERS)
+    tests = prepare(args.work)
+    # From Django's tests/requirements/py3.txt and mysql.txt, what these labels use.
+    wanted = {"tblib": "tblib", "yaml": "PyYAML"}
+    if "mysql" in backends:  # builds against libmariadb-dev (.ci/run installs it)
+        wanted["MySQLdb"] = "mysqlclient"
+    site = str(suites.requirements(wanted, args.work))
+    lost = {}
+    for backend in backends:
+        started = time.monotonic()
+        lost[backend] = gate(backend, tests, args, site)
+        print(f"Django's suite on {backend}: {time.monotonic() - started:.0f} s", flush=True)
+    for backend, tests_lost in lost.items():
+        print(f"{backend}: {len(tests_lost)} lost {tests_lost}")
+    return 1 if any(lost.values()) else 0
 
 
 if __name__ == "__main__":

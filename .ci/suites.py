@@ -17,10 +17,14 @@ import sys
 import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+from xml.etree import ElementTree
 
 BASELINE = "django.db.models.BigAutoField"
 OURS = "idfields.django_app.fields.SnowflakeAutoField"
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 
 # Written next to the suite's settings; TEST_RUNNER = "idfields_suite_runner.RecordingRunner".
 RUNNER = '''\
@@ -80,6 +84,23 @@ class RecordingRunner(DiscoverRunner):
             json.dump(RecordingResult.outcomes, out, indent=0, sort_keys=True)
         return super().suite_result(suite, result, **kwargs)
 '''
+
+
+def database(url: str, name: str) -> dict[str, Any]:
+    """A ``DATABASES`` entry for a server URL (``postgresql://``, ``mysql://``) and a database
+    name; for ``sqlite://``, Django's SQLite backend, whose test databases are in memory.
+    Settings of the suites import this (the runs put this folder on their path)."""
+    parts = urlsplit(url)
+    if parts.scheme == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}
+    return {
+        "ENGINE": f"django.db.backends.{parts.scheme}",
+        "NAME": name,
+        "USER": parts.username or "root",
+        "PASSWORD": parts.password or "",
+        "HOST": parts.hostname or "127.0.0.1",
+        "PORT": parts.port or "",
+    }
 
 
 def sdist(requirement: str, work: Path, wanted: str = "") -> Path:
@@ -144,13 +165,31 @@ def run(command: Sequence[str], cwd: Path, env: Mapping[str, str], results: Path
     """Run a suite whose TEST_RUNNER records into ``results``; the outcome of each test."""
     results.unlink(missing_ok=True)
     print(f"== {' '.join(command)}", flush=True)
-    pythonpath = os.pathsep.join(filter(None, [str(cwd), str(REPO), env.get("PYTHONPATH")]))
-    full_env = {**env, "IDFIELDS_SUITE_RESULTS": str(results), "PYTHONPATH": pythonpath}
+    full_env = {**env, "IDFIELDS_SUITE_RESULTS": str(results), "PYTHONPATH": _path(cwd, env)}
     subprocess.run([sys.executable, *command], cwd=cwd, env=full_env, check=False)
     if not results.exists():
         raise SystemExit(f"{' '.join(command)} wrote no results: see its output above")
+    if results.suffix == ".xml":
+        return junit_outcomes(results)
     outcomes: dict[str, str] = json.loads(results.read_text())
     return outcomes
+
+
+def junit_outcomes(report: Path) -> dict[str, str]:
+    """The outcome of each test of a pytest ``--junitxml`` report, named ``module.Class.test``."""
+    outcomes = {}
+    for case in ElementTree.parse(report).iter("testcase"):
+        kinds = {child.tag for child in case}
+        outcome = next((k for k in ("error", "failure", "skipped") if k in kinds), "ok")
+        name = f"{case.get('classname')}.{case.get('name')}"
+        outcomes[name] = {"failure": "fail", "skipped": "skip"}.get(outcome, outcome)
+    return outcomes
+
+
+def _path(cwd: Path, env: Mapping[str, str]) -> str:
+    """The suite's folder, this project and this folder before the run's own PYTHONPATH."""
+    folders = [str(cwd), str(REPO), str(HERE), env.get("PYTHONPATH")]
+    return os.pathsep.join(filter(None, folders))
 
 
 def passed(outcomes: Mapping[str, str]) -> set[str]:
@@ -161,6 +200,8 @@ def lost_tests(
     base: Mapping[str, str], ours: Mapping[str, str], expected: Mapping[str, str]
 ) -> list[str]:
     """Print the comparison; the tests lost that are not expected to be."""
+    if not passed(base):
+        return ["the baseline run: no test passed (see its output above)"]
     lost = sorted(passed(base) - passed(ours))
     print(
         f"BigAutoField: {len(passed(base))} of {len(base)} pass; SnowflakeAutoField: "
@@ -176,8 +217,6 @@ def lost_tests(
 
 def run_script(script: Path, cwd: Path, env: Mapping[str, str]) -> bool:
     """Run a Python script of the harness; whether it exited 0."""
-    pythonpath = os.pathsep.join(filter(None, [str(cwd), str(REPO), env.get("PYTHONPATH")]))
-    done = subprocess.run(
-        [sys.executable, str(script)], cwd=cwd, env={**env, "PYTHONPATH": pythonpath}, check=False
-    )
+    env = {**env, "PYTHONPATH": _path(cwd, env)}
+    done = subprocess.run([sys.executable, str(script)], cwd=cwd, env=env, check=False)
     return done.returncode == 0
