@@ -58,7 +58,7 @@ def check():
 
     ours = [m for m in checks.run_checks() if m.id.startswith("idfields.") and m.is_serious()]
     with open(os.environ["IDFIELDS_SUITE_CHECKS"], "w") as out:
-        out.writelines(f"{message}\n" for message in ours)
+        out.writelines(f"{message}\\n" for message in ours)
 """
 
 ANCHOR = "    django.setup()\n"
