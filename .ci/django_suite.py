@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import django
@@ -195,14 +194,9 @@ def main() -> int:
     if "mysql" in backends:  # builds against libmariadb-dev (.ci/run installs it)
         wanted["MySQLdb"] = "mysqlclient"
     site = str(suites.requirements(wanted, args.work))
-    lost = {}
-    for backend in backends:
-        started = time.monotonic()
-        lost[backend] = gate(backend, tests, args, site)
-        print(f"Django's suite on {backend}: {time.monotonic() - started:.0f} s", flush=True)
-    for backend, tests_lost in lost.items():
-        print(f"{backend}: {len(tests_lost)} lost {tests_lost}")
-    return 1 if any(lost.values()) else 0
+    return suites.each_backend(
+        "Django's suite", backends, lambda backend: gate(backend, tests, args, site)
+    )
 
 
 if __name__ == "__main__":

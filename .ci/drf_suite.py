@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import suites
@@ -82,6 +81,33 @@ def prepare(root: Path) -> None:
     (root / "tests" / "conftest.py").write_text(text.replace(ANCHOR, ours))
 
 
+def gate(backend: str, root: Path, results: Path, site: str) -> list[str]:
+    """Run DRF's suite on ``backend`` with BigAutoField, then ours; the tests lost."""
+    outcomes = {}
+    for tag, auto_field in (("base", suites.BASELINE), ("ours", suites.OURS)):
+        report = results / f"drf-{backend}-{tag}.xml"
+        checks = report.with_suffix(".checks")
+        checks.unlink(missing_ok=True)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])),
+            "IDFIELDS_SUITE_URL": SERVERS[backend],
+            "IDFIELDS_SUITE_DB": f"idfields_drf_suite_{os.getpid()}_{tag}",
+            "IDFIELDS_SUITE_AUTO_FIELD": auto_field,
+            "IDFIELDS_SUITE_CHECKS": str(checks),
+        }
+        # runtests.py's own options; pytest-randomly (if installed) would reorder the suite.
+        command = ["-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
+        command += ["--tb=short", "-ra", f"--junitxml={report}", "tests"]
+        outcomes[tag] = suites.run(command, root, env, report)
+    print(f"Django REST framework's suite on {backend}:")
+    lost = suites.lost_tests(outcomes["base"], outcomes["ours"], {})
+    if errors := checks.read_text():
+        print(f"the system checks stop a project with our app:\n{errors}")
+        lost.append("the system checks")
+    return lost
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/idfields-framework-suites"))
@@ -95,35 +121,9 @@ def main() -> int:
     site = str(suites.requirements({**optional, "pytz": "pytz", "pygments": "Pygments"}, args.work))
     results = args.work / "results"
     results.mkdir(exist_ok=True)
-    lost = {}
-    for backend in args.backend or list(SERVERS):
-        started = time.monotonic()
-        outcomes = {}
-        for tag, auto_field in (("base", suites.BASELINE), ("ours", suites.OURS)):
-            env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])),
-                "IDFIELDS_SUITE_URL": SERVERS[backend],
-                "IDFIELDS_SUITE_DB": f"idfields_drf_suite_{os.getpid()}_{tag}",
-                "IDFIELDS_SUITE_AUTO_FIELD": auto_field,
-            }
-            report = results / f"drf-{backend}-{tag}.xml"
-            checks = report.with_suffix(".checks")
-            checks.unlink(missing_ok=True)
-            env["IDFIELDS_SUITE_CHECKS"] = str(checks)
-            # runtests.py's own options; pytest-randomly (if installed) would reorder the suite.
-            command = ["-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q"]
-            command += ["--tb=short", "-ra", f"--junitxml={report}", "tests"]
-            outcomes[tag] = suites.run(command, root, env, report)
-        print(f"Django REST framework's suite on {backend}:")
-        lost[backend] = suites.lost_tests(outcomes["base"], outcomes["ours"], {})
-        if errors := checks.read_text():
-            print(f"the system checks stop a project with our app:\n{errors}")
-            lost[backend].append("the system checks")
-        print(f"DRF's suite on {backend}: {time.monotonic() - started:.0f} s", flush=True)
-    for backend, tests_lost in lost.items():
-        print(f"{backend}: {len(tests_lost)} lost {tests_lost}")
-    return 1 if any(lost.values()) else 0
+    return suites.each_backend(
+        "DRF's suite", args.backend or list(SERVERS), lambda b: gate(b, root, results, site)
+    )
 
 
 if __name__ == "__main__":

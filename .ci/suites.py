@@ -15,7 +15,8 @@ import os
 import subprocess
 import sys
 import tarfile
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -218,6 +219,18 @@ def lost_tests(
     for key in sorted(set(expected) - {listed(test) for test in lost}):
         print(f"  {key} is listed as expected but passed: take it off the list")
     return [test for test in lost if listed(test) is None]
+
+
+def each_backend(suite: str, backends: Iterable[str], gate: Callable[[str], list[str]]) -> int:
+    """Run ``gate`` on each backend, timing it; print what each lost; the exit status."""
+    lost = {}
+    for backend in backends:
+        started = time.monotonic()
+        lost[backend] = gate(backend)
+        print(f"{suite} on {backend}: {time.monotonic() - started:.0f} s", flush=True)
+    for backend, tests in lost.items():
+        print(f"{suite} on {backend}: {len(tests)} lost {tests}")
+    return 1 if any(lost.values()) else 0
 
 
 def run_script(script: Path, cwd: Path, env: Mapping[str, str]) -> bool:
