@@ -213,12 +213,18 @@ def lost_tests(
     def listed(test: str) -> str | None:
         return next((k for k in expected if test == k or test.startswith(f"{k}.")), None)
 
-    for test in lost:
-        key = listed(test)
-        print(f"  {test}: {f'expected ({expected[key]})' if key else ours.get(test, 'not run')}")
-    for key in sorted(set(expected) - {listed(test) for test in lost}):
-        print(f"  {key} is listed as expected but passed: take it off the list")
-    return [test for test in lost if listed(test) is None]
+    keys = [listed(test) for test in lost]
+    for key in sorted(set(expected)):
+        count = keys.count(key)
+        print(
+            f"  {key}: {count} expected ({expected[key]})"
+            if count
+            else f"  {key} is listed as expected but passed: take it off the list"
+        )
+    unexpected = [test for test, key in zip(lost, keys, strict=True) if key is None]
+    for test in unexpected:
+        print(f"  {test}: {ours.get(test, 'not run')}")
+    return unexpected
 
 
 def each_backend(suite: str, backends: Iterable[str], gate: Callable[[str], list[str]]) -> int:
