@@ -4,9 +4,11 @@ Downloads the DRF sdist (it ships tests/ and their pytest conftest), and runs it
 pytest as its runtests.py does, on SQLite and on PostgreSQL, on each once with ``BigAutoField``
 and once with ``SnowflakeAutoField`` and ``idfields.django_app`` installed, as a project adds
 them. Its conftest configures settings in code, so the copy run here sets the database, the
-default key and our app after its ``settings.configure()``, then runs the system checks as a
-project's ``runserver`` and ``test`` do (pytest-django does not): an error of ours fails the gate
-(DRF's own test models have errors of Django's, which its suite never meets).
+default key and our app after its ``settings.configure()``; after ``django.setup()`` it makes
+migrations for DRF's test apps (it ships none, and PostgreSQL cannot create their tables before
+auth's that they point at), and runs the system checks as a project's ``runserver`` and ``test``
+do (pytest-django does not): an error of ours fails the gate (DRF's own test models have errors
+of Django's, which its suite never meets).
 Fails on any test that passes on the first run and not on the second.
 
     python .ci/drf_suite.py [--work DIR] [--backend sqlite|postgresql]...
@@ -34,10 +36,17 @@ SERVERS = {
 }
 
 # Called by the conftest copy between settings.configure() and django.setup().
+# Called by the conftest copy around django.setup().
 OVERRIDES = """\
 import os
+import shutil
+from pathlib import Path
 
 import suites
+
+# DRF's test apps have no migrations; made here, so that migrate builds every table in order.
+LABELS = ("tests", "authentication", "generic_relations", "importable")
+PACKAGE = "idfields_drf_migrations_" + os.environ["IDFIELDS_SUITE_TAG"]
 
 
 def apply(settings):
@@ -47,14 +56,22 @@ def apply(settings):
         "secondary": suites.database(url, name + "_secondary"),
     }
     settings.DEFAULT_AUTO_FIELD = os.environ["IDFIELDS_SUITE_AUTO_FIELD"]
+    settings.MIGRATION_MODULES = {label: f"{PACKAGE}.{label}" for label in LABELS}
     if settings.DEFAULT_AUTO_FIELD.startswith("idfields."):
         settings.INSTALLED_APPS += ("idfields.django_app",)
         settings.IDFIELDS = {"NODE_SOURCE": "lease"}
 
 
-def check():
+def after_setup():
     from django.core import checks
+    from django.core.management import call_command
 
+    package = Path(__file__).parent / PACKAGE
+    shutil.rmtree(package, ignore_errors=True)
+    for folder in (package, *(package / label for label in LABELS)):
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+    call_command("makemigrations", *LABELS, verbosity=0)
     ours = [m for m in checks.run_checks() if m.id.startswith("idfields.") and m.is_serious()]
     with open(os.environ["IDFIELDS_SUITE_CHECKS"], "w") as out:
         out.writelines(f"{message}\\n" for message in ours)
@@ -104,7 +121,7 @@ def prepare(root: Path) -> None:
         "    import idfields_drf_overrides\n\n"
         "    idfields_drf_overrides.apply(settings)\n"
         f"{ANCHOR}"
-        "    idfields_drf_overrides.check()\n"
+        "    idfields_drf_overrides.after_setup()\n"
     )
     (root / "tests" / "conftest.py").write_text(text.replace(ANCHOR, ours))
 
@@ -131,6 +148,7 @@ def gate(backend: str, root: Path, results: Path, site: str) -> list[str]:
             "PYTHONPATH": os.pathsep.join(filter(None, [site, os.environ.get("PYTHONPATH")])),
             "IDFIELDS_SUITE_URL": SERVERS[backend],
             "IDFIELDS_SUITE_DB": f"idfields_drf_suite_{os.getpid()}_{tag}",
+            "IDFIELDS_SUITE_TAG": tag,
             "IDFIELDS_SUITE_AUTO_FIELD": auto_field,
             "IDFIELDS_SUITE_CHECKS": str(checks),
         }
