@@ -4,7 +4,7 @@ Downloads the DRF sdist (it ships tests/ and their pytest conftest), and runs it
 pytest as its runtests.py does, on SQLite and on PostgreSQL, on each once with ``BigAutoField``
 and once with ``SnowflakeAutoField`` and ``idfields.django_app`` installed, as a project adds
 them. Its conftest configures settings in code, so the copy run here sets the database, the
-default key and our app after its ``settings.configure()``; after ``django.setup()`` it makes
+default key and our app after its ``settings.configure()``; after collection it makes
 migrations for DRF's test apps (it ships none, and PostgreSQL cannot create their tables before
 auth's that they point at), and runs the system checks as a project's ``runserver`` and ``test``
 do (pytest-django does not): an error of ours fails the gate (DRF's own test models have errors
@@ -36,7 +36,7 @@ SERVERS = {
 }
 
 # Called by the conftest copy between settings.configure() and django.setup().
-# Called by the conftest copy around django.setup().
+# Called by the conftest copy before django.setup() and after collection.
 OVERRIDES = """\
 import os
 import shutil
@@ -62,7 +62,7 @@ def apply(settings):
         settings.IDFIELDS = {"NODE_SOURCE": "lease"}
 
 
-def after_setup():
+def after_collection():
     from django.core import checks
     from django.core.management import call_command
 
@@ -105,6 +105,15 @@ EXPECTED = {
     ),
 }
 
+# Test modules declare models too: their migrations are made once collection imported them all.
+COLLECTED = """
+
+def pytest_collection_finish(session):
+    import idfields_drf_overrides
+
+    idfields_drf_overrides.after_collection()
+"""
+
 ANCHOR = "    django.setup()\n"
 
 
@@ -117,13 +126,8 @@ def prepare(root: Path) -> None:
     text = original.read_text()
     if text.count(ANCHOR) != 1:
         raise SystemExit("DRF's tests/conftest.py has no single django.setup() line")
-    ours = (
-        "    import idfields_drf_overrides\n\n"
-        "    idfields_drf_overrides.apply(settings)\n"
-        f"{ANCHOR}"
-        "    idfields_drf_overrides.after_setup()\n"
-    )
-    (root / "tests" / "conftest.py").write_text(text.replace(ANCHOR, ours))
+    ours = "    import idfields_drf_overrides\n\n    idfields_drf_overrides.apply(settings)\n"
+    (root / "tests" / "conftest.py").write_text(text.replace(ANCHOR, ours + ANCHOR) + COLLECTED)
 
 
 def node_id(root: Path, test: str) -> str:
