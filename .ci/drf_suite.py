@@ -105,13 +105,16 @@ EXPECTED = {
     ),
 }
 
-# Test modules declare models too: their migrations are made once collection imported them all.
+# Test modules declare models too: their migrations are made once collection imported them all
+# (makemigrations looks at the database, which pytest-django blocks until a test asks for it).
 COLLECTED = """
 
 def pytest_collection_finish(session):
     import idfields_drf_overrides
+    from pytest_django.plugin import blocking_manager_key
 
-    idfields_drf_overrides.after_collection()
+    with session.config.stash[blocking_manager_key].unblock():
+        idfields_drf_overrides.after_collection()
 """
 
 ANCHOR = "    django.setup()\n"
