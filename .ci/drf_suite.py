@@ -35,7 +35,6 @@ SERVERS = {
     ),
 }
 
-# Called by the conftest copy between settings.configure() and django.setup().
 # Called by the conftest copy before django.setup() and after collection.
 OVERRIDES = """\
 import os
@@ -173,10 +172,10 @@ def gate(backend: str, root: Path, results: Path, site: str) -> list[str]:
     print(f"Django REST framework's suite on {backend}:")
     lost = suites.lost_tests(base, ours, EXPECTED)
     if tests := [test for test in lost if test != CHECKS]:
-        # once more on their own: a test that fails after another's failure left state behind
+        # once more without the rest: a test may fail only after a listed one left state behind
         again = run("again", suites.OURS, [node_id(root, test) for test in tests])
         lost = [test for test in lost if again.get(test) != "ok"]
-        print(f"after running them again on their own, {len(lost)} lost on {backend}: {lost}")
+        print(f"after running them again without the rest, {len(lost)} lost on {backend}: {lost}")
     return lost
 
 
