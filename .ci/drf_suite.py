@@ -47,6 +47,19 @@ import suites
 LABELS = ("tests", "authentication", "generic_relations", "importable")
 PACKAGE = "idfields_drf_migrations_" + os.environ["IDFIELDS_SUITE_TAG"]
 
+# What docs/how-to/third-party-generic-keys.md has a project add for an app whose GenericForeignKey
+# has an integer object_id (DRF's generic_relations.Tag), in one of its own apps.
+WIDEN = '''\
+from django.db import migrations
+
+from idfields.migrations.django import WidenObjectId
+
+
+class Migration(migrations.Migration):
+    dependencies = [("tests", "0001_initial"), ("generic_relations", "0001_initial")]
+    operations = [WidenObjectId("generic_relations")]
+'''
+
 
 def apply(settings):
     url, name = os.environ["IDFIELDS_SUITE_URL"], os.environ["IDFIELDS_SUITE_DB"]
@@ -71,6 +84,8 @@ def after_collection():
         folder.mkdir(parents=True)
         (folder / "__init__.py").write_text("")
     call_command("makemigrations", *LABELS, verbosity=0)
+    if os.environ["IDFIELDS_SUITE_AUTO_FIELD"].startswith("idfields."):
+        (package / "tests" / "0002_widen.py").write_text(WIDEN)
     ours = [m for m in checks.run_checks() if m.id.startswith("idfields.") and m.is_serious()]
     with open(os.environ["IDFIELDS_SUITE_CHECKS"], "w") as out:
         out.writelines(f"{message}\\n" for message in ours)
