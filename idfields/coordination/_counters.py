@@ -11,7 +11,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from idfields.coordination._database import Database, check_length, insert_if_absent, vendor_of
+from idfields.coordination._database import (
+    Database,
+    check_length,
+    durable,
+    insert_if_absent,
+    vendor_of,
+)
 from idfields.errors import LayoutExhausted, NodeError, NodeNotConfigured
 from idfields.nodes import development_mode
 
@@ -36,7 +42,7 @@ def next_value(
     show (a database-side claim whose increment a rollback undid): the value taken passes it.
     """
     _ensure_counter(database, name)
-    with database.atomic():
+    with durable(database):
         taken = _increment(database, name)
         above = floor(database) if floor is not None else 0
         if taken <= above:
@@ -59,7 +65,7 @@ def record_launch(database: Database, label: str) -> int:
     """
     check_length("launch label", label, 100)
     _ensure_counter(database, LAUNCH_COUNTER)
-    with database.atomic():
+    with durable(database):
         counted = _increment(database, LAUNCH_COUNTER)
         top = database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0]
         launch = max(counted, int(top or 0) + 1)

@@ -8,8 +8,8 @@ never the caller's transaction: a rolled-back request must not roll back a lease
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -66,6 +66,31 @@ def missing_table(error: BaseException) -> str | None:
     adapters turn it into :class:`~idfields.errors.TablesMissing` naming their own fix."""
     found = _MISSING_TABLE.search(str(error))
     return None if found is None else next(name for name in found.groups() if name)
+
+
+# The transaction's commit waits for its WAL to reach the disk (and a synchronous standby,
+# where one is configured) whatever the server or role defaults to; a stricter default
+# (remote_apply) is kept.
+_DURABLE_COMMIT = (
+    "SELECT pg_catalog.set_config('synchronous_commit', 'on', true) "
+    "WHERE pg_catalog.current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')"
+)
+
+
+def commit_durably(database: Database) -> None:
+    """Inside ``atomic()``: on PostgreSQL, make the transaction's COMMIT durable before it
+    returns. A lease, counter or launch that the client saw committed and the server then
+    lost in a crash (``synchronous_commit = off``) would be handed out again."""
+    if database.vendor == "postgresql":
+        database.execute(_DURABLE_COMMIT)
+
+
+@contextmanager
+def durable(database: Database) -> Iterator[None]:
+    """One transaction (``atomic()``) whose COMMIT is durable when it returns."""
+    with database.atomic():
+        commit_durably(database)
+        yield
 
 
 def insert_if_absent(

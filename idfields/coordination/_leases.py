@@ -63,7 +63,12 @@ from typing import NamedTuple
 
 from idfields._events import emit
 from idfields.coordination import _holders
-from idfields.coordination._database import Database, check_length, insert_if_absent
+from idfields.coordination._database import (
+    Database,
+    check_length,
+    durable,
+    insert_if_absent,
+)
 from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
@@ -281,8 +286,8 @@ class LeaseSource:
                 won = self._write_claim(layout, node, old, holder, now, expires)
                 # Read once the row is ours: a backend's renewal this write waited for raised
                 # the fence over the IDs it handed out before it rolled back.
-                durable = durable_fence() if won else 0
-                if durable > now + CLAIM_AHEAD_MS:
+                durable_ms = durable_fence() if won else 0
+                if durable_ms > now + CLAIM_AHEAD_MS:
                     raise _FencedAhead
         except _FencedAhead:  # the claim is rolled back: the node is left (L5)
             return None
@@ -290,7 +295,7 @@ class LeaseSource:
             return None
         old_expiry = 0 if old is None else old.expires
         reclaimed = old is not None and old.holder != "" and old.expires >= now
-        fence = max(old_expiry, fence, durable)
+        fence = max(old_expiry, fence, durable_ms)
         return _Lease(self, layout, node, holder, now, expires, fence, reclaimed)
 
     def _write_claim(
@@ -324,7 +329,7 @@ class LeaseSource:
         if self._database.vendor != "postgresql":
             yield lambda: 0
             return
-        with self._database.atomic():
+        with durable(self._database):
             locked, readable = self._database.execute(
                 "SELECT pg_try_advisory_xact_lock(CAST(%s AS integer), CAST(%s AS integer)), "
                 "(SELECT pg_catalog.has_schema_privilege(n.oid, 'USAGE') "
@@ -446,12 +451,14 @@ class _Lease:
         started = time.perf_counter()
         # Never shorten the promise: a clock that stepped back must not free timestamps we used.
         expires = max(self._expires, now + self._source._ttl_ms)
+        database = self._source._database
         try:
-            matched = self._source._database.execute(
-                "UPDATE idfields_node_lease SET expires_at_ms = %s "
-                "WHERE layout = %s AND node = %s AND holder = %s",
-                [expires, self.layout, self.node, self._holder],
-            ).rowcount
+            with durable(database):
+                matched = database.execute(
+                    "UPDATE idfields_node_lease SET expires_at_ms = %s "
+                    "WHERE layout = %s AND node = %s AND holder = %s",
+                    [expires, self.layout, self.node, self._holder],
+                ).rowcount
         except Exception:
             emit("lease.failed", layout=self.layout)
             raise
@@ -472,12 +479,14 @@ class _Lease:
     def release(self, issued_until_ns: int) -> None:
         """Free the node; its next holder is fenced after what this holder really issued (L6)."""
         until = max(-(-issued_until_ns // _NS_PER_MS), self._source._now_ms())
+        database = self._source._database
         try:
-            self._source._database.execute(
-                "UPDATE idfields_node_lease SET holder = %s, expires_at_ms = %s "
-                "WHERE layout = %s AND node = %s AND holder = %s",
-                ["", min(until, self._expires), self.layout, self.node, self._holder],
-            )
+            with durable(database):
+                database.execute(
+                    "UPDATE idfields_node_lease SET holder = %s, expires_at_ms = %s "
+                    "WHERE layout = %s AND node = %s AND holder = %s",
+                    ["", min(until, self._expires), self.layout, self.node, self._holder],
+                )
         except Exception:  # the lease lapses after its ttl anyway; other leases still release
             logger.warning(
                 "could not release node %s of layout %r; it lapses at its expiry",

@@ -1,0 +1,117 @@
+"""A PostgreSQL 15 cluster of a test's own, run as the postgres OS user on a free port: what
+the shared server cannot be made to do (crash, restore, promote). Tests using it are skipped
+where PostgreSQL 15's initdb, setpriv or root is missing."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql as pgsql
+
+from idfields import sql
+from tests.pg.conftest import TABLES
+
+PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def _postgres_user() -> bool:
+    try:
+        pwd.getpwnam("postgres")
+    except KeyError:
+        return False
+    return True
+
+
+available = pytest.mark.skipif(
+    not ((PG_BIN / "initdb").exists() and shutil.which("setpriv") and os.geteuid() == 0)
+    or not _postgres_user(),
+    reason="needs PostgreSQL 15 (initdb) and root to run a cluster as user postgres",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class Cluster:
+    """initdb'd in ``root/name``, started with ``settings`` (``-c`` options)."""
+
+    def __init__(self, root: Path, name: str, settings: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.data = root / name
+        self.port = free_port()
+        self.settings = settings or {}
+
+    def init(self) -> Cluster:
+        self.run(["initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust"])
+        return self
+
+    def run(self, args: list[str]) -> None:
+        """A PostgreSQL program, as user postgres."""
+        subprocess.run(
+            ["setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups"]
+            + [str(PG_BIN / args[0]), *args[1:]],
+            check=True,
+            capture_output=True,
+            cwd=self.root,
+            env={"PATH": "/usr/bin:/bin"},
+        )
+
+    def start(self) -> None:
+        options = " ".join(f"-c {key}={value}" for key, value in self.settings.items())
+        self.run(
+            ["pg_ctl", "-D", str(self.data), "-w", "-l", str(self.data) + ".log", "-o"]
+            + [f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {options}", "start"]
+        )
+
+    def stop(self, mode: str = "fast") -> None:
+        """``immediate`` is a crash: no checkpoint, no flush of what is not on disk yet."""
+        self.run(["pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop"])
+
+    def url(self, dbname: str) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def connect(self, dbname: str) -> psycopg.Connection[Any]:
+        return psycopg.connect(self.url(dbname), autocommit=True, connect_timeout=10)
+
+    def database(self, name: str, nodes: object = None) -> str:
+        """A new database with the idfields tables and functions (on ``nodes``)."""
+        with self.connect("postgres") as conn:
+            conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
+        with self.connect(name) as conn:
+            conn.execute(TABLES)
+            conn.execute(sql.load(sql.VERSION, nodes=nodes).encode())
+        return name
+
+
+@contextmanager
+def cluster_root() -> Iterator[Path]:
+    """A directory user postgres owns, removed with every cluster in it."""
+    root = Path(tempfile.mkdtemp(prefix="idfields-cluster-"))
+    postgres = pwd.getpwnam("postgres")
+    os.chown(root, postgres.pw_uid, postgres.pw_gid)
+    os.chmod(root, 0o755)
+    try:
+        yield root
+    finally:
+        for data in root.glob("*/postmaster.pid"):
+            subprocess.run(
+                ["setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups"]
+                + [str(PG_BIN / "pg_ctl"), "-D", str(data.parent), "-m", "immediate", "stop"],
+                capture_output=True,
+                check=False,
+            )
+        shutil.rmtree(root)
