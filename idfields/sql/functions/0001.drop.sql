@@ -44,6 +44,7 @@ DROP FUNCTION IF EXISTS idfields.time_wait_for_clock(text, bigint, bigint, bigin
 DROP FUNCTION IF EXISTS idfields.time_refuse(text, text, regclass);
 DROP FUNCTION IF EXISTS idfields.time_sequence(text);
 DROP TYPE IF EXISTS idfields.geometry;
+DROP FUNCTION IF EXISTS idfields.commit_durably();
 DROP FUNCTION IF EXISTS idfields.raise_node_fence(integer, bigint);
 DROP FUNCTION IF EXISTS idfields.node_fence_ms(integer, integer);
 DROP FUNCTION IF EXISTS idfields.fence_bucket(integer, integer);

@@ -26,6 +26,17 @@ SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
 CREATE SCHEMA IF NOT EXISTS idfields;
 
+-- The calling transaction's COMMIT waits for its WAL to reach the disk (and a synchronous
+-- standby), whatever synchronous_commit says, unless that is stricter: a lease row, a fence or
+-- an allocator block lost in a crash after the client saw its IDs would be handed out again.
+CREATE OR REPLACE FUNCTION idfields.commit_durably() RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+    SELECT NULL::void FROM pg_catalog.set_config('synchronous_commit', 'on', true)
+    WHERE pg_catalog.current_setting('synchronous_commit') IN ('off', 'local', 'remote_write')
+$$;
+
 -- The advisory-lock class of a layout's leases: 31 bits of md5 of its lease key.
 CREATE OR REPLACE FUNCTION idfields.lease_lock_key(layout text) RETURNS integer
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
@@ -621,6 +632,7 @@ BEGIN
     THEN
         PERFORM idfields.time_refuse(shape.layout, shape.lease_key, visible_lease);
     END IF;
+    PERFORM idfields.commit_durably();
     IF seq IS NULL THEN
         seq := idfields.time_sequence(shape.layout);
     END IF;
@@ -1151,6 +1163,7 @@ BEGIN
             HINT = 'A standby cannot claim a generator id. Call idfields.next_decimal() on '
                    'the primary, or generate the IDs app-side beside a replica.';
     END IF;
+    PERFORM idfields.commit_durably();
     IF pg_catalog.current_setting('transaction_read_only') = 'on' THEN
         RAISE EXCEPTION 'idfields: cannot issue decimal IDs in a read-only transaction'
             USING ERRCODE = '25006',
@@ -1344,7 +1357,7 @@ REVOKE ALL ON FUNCTION
     idfields.time_claim_new_node(idfields.geometry, integer, bigint, bigint, bigint, integer,
         integer, text, bigint, integer),
     idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
-    idfields.raise_node_fence(integer, bigint)
+    idfields.raise_node_fence(integer, bigint), idfields.commit_durably()
     FROM PUBLIC;
 
 -- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
