@@ -12,8 +12,14 @@ docs/explanation/lease-protocol-database.md).
 
 from __future__ import annotations
 
-from idfields.coordination._counters import RECORD_LAUNCH_HINT, current_launch, next_value
+from idfields.coordination._counters import (
+    LAUNCH_ENV,
+    RECORD_LAUNCH_HINT,
+    current_launch,
+    next_value,
+)
 from idfields.coordination._database import Database
+from idfields.coordination._identity import change_launch, observe
 from idfields.errors import LayoutExhausted, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
@@ -34,7 +40,16 @@ class DecimalSource:
 
     def acquire(self, layout: Layout) -> Assignment:
         generator_field, launch_field = decimal_fields(layout)
+        observe(self._database)  # a changed database moves DecimalId to a new launch
         launch = current_launch(self._database)
+        moved = change_launch(self._database)
+        if launch < moved:
+            raise NodeError(
+                f"{LAUNCH_ENV}={launch} names a launch older than launch {moved}, recorded when "
+                "the coordination database changed (a failover, restore or cutover that may "
+                "have lost generator ids claimed under it); set it to a launch recorded since "
+                f"({RECORD_LAUNCH_HINT}), or unset it to use the latest"
+            )
         if not launch_field.minimum <= launch <= launch_field.maximum:
             raise NodeError(
                 f"launch {launch} does not fit {LAUNCH_FIELD} "

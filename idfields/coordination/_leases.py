@@ -69,6 +69,7 @@ from idfields.coordination._database import (
     durable,
     insert_if_absent,
 )
+from idfields.coordination._identity import settled
 from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
@@ -154,6 +155,7 @@ class LeaseSource:
         holder = self._holder_name()
         limits = read_node_range(self._database)
         _check_one_lease_table(self._database)
+        changed_until = settled(self._database, self._ttl_ms)
         nodes = limits.nodes(placed.minimum, placed.maximum)
         if not nodes:
             raise NodeError(
@@ -165,7 +167,7 @@ class LeaseSource:
             now = self._now_ms()
             rows, fence = self._own_rows(layout, key, now)
             rows = [row for row in rows if row.node in nodes]
-            fence = max(fence, limits.fenced_until_ms)
+            fence = max(fence, limits.fenced_until_ms, changed_until)
             by_node = {row.node: row for row in rows}
             for node in _candidates(nodes, by_node, now):
                 lease = self._claim(key, node, by_node.get(node), holder, now, fence)
