@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
+
 import psycopg
 import pytest
 from dbapi_database import DbApiDatabase
@@ -120,4 +121,3 @@ def test_a_lease_a_process_saw_survives_a_crash(lossy: Cluster) -> None:
         second_db.close()
     twice = len(set(seen) & set(theirs))
     assert twice == 0, f"{twice} of the second process's {len(theirs)} IDs were the first's"
-
