@@ -14,10 +14,13 @@ invariants are those of docs/explanation/lease-protocol.md.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import databases
+import psycopg
 import pytest
 from dbapi_database import SCHEMA, DbApiDatabase
 from hypothesis import settings
@@ -30,11 +33,12 @@ from hypothesis.stateful import (
     multiple,
     rule,
 )
+from psycopg import sql as pgsql
 from stalling import Stalling
 from test_coordination_leases import lease_layout
 
 from idfields import NodeError
-from idfields.coordination import LeaseSource, _holders
+from idfields.coordination import LeaseSource, Result, _holders
 from idfields.nodes import Assignment
 
 MS = 1_000_000
@@ -207,3 +211,133 @@ def test_no_two_issuers_ever_share_a_tick(model_database: DbApiDatabase) -> None
         LeaseProtocol
     )
     machine.TestCase().runTest()
+
+
+class Repointable:
+    """The coordination ``Database`` whose server a failover or a restore changes under it."""
+
+    vendor = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        self.inner = DbApiDatabase("postgresql", url)
+
+    def repoint(self, url: str) -> None:
+        self.inner.close()
+        self.inner = DbApiDatabase("postgresql", url)
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        return self.inner.execute(sql, params)
+
+    def atomic(self) -> AbstractContextManager[None]:
+        return self.inner.atomic()
+
+
+class Copies:
+    """Databases made from one template holding the idfields tables: each copy is another
+    database (another OID), as a restore, a promoted standby or a cutover gives the clients."""
+
+    def __init__(self, server_url: str, template: str) -> None:
+        self.server = databases.DbUrl.parse(server_url)
+        self.template = template
+        self.made: list[str] = []
+
+    def new(self, rows: dict[str, list[tuple[object, ...]]]) -> str:
+        """A copy holding ``rows`` (by table): the database as it was at a snapshot."""
+        name = f"{self.template}_{len(self.made)}"
+        with psycopg.connect(**self.server.psycopg_kwargs(), autocommit=True) as conn:
+            conn.execute(
+                pgsql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    pgsql.Identifier(name), pgsql.Identifier(self.template)
+                )
+            )
+        self.made.append(name)
+        url = str(self.server.with_database(name))
+        with psycopg.connect(**databases.DbUrl.parse(url).psycopg_kwargs()) as conn:
+            for table, table_rows in rows.items():
+                for row in table_rows:
+                    marks = pgsql.SQL(", ").join([pgsql.Placeholder()] * len(row))
+                    conn.execute(
+                        pgsql.SQL("INSERT INTO {} VALUES ({})").format(
+                            pgsql.Identifier(table), marks
+                        ),
+                        row,
+                    )
+        return url
+
+
+class LeaseProtocolOnAForgetfulDatabase(LeaseProtocol):
+    """The protocol on PostgreSQL, whose server may go back in time: a snapshot of the tables
+    now, and later the clients repointed to a copy holding a snapshot (a crash that lost the
+    commits since, a restore to that point, an asynchronous standby promoted that far
+    behind). Processes that hold a lease go on issuing inside it, as live ones do."""
+
+    copies: Copies
+    forgetful: Repointable
+
+    def __init__(self) -> None:
+        self.snapshots: list[dict[str, list[tuple[object, ...]]]] = []
+        self.forgetful.repoint(self.copies.new({}))
+        super().__init__()
+        earlier = LeaseSource(self.forgetful, holder=f"{self.token}-earlier")  # a past deploy
+        release = earlier.acquire(self.layout).release
+        assert release is not None
+        release(0)
+        self.snapshot()
+
+    @rule()
+    def snapshot(self) -> None:
+        self.snapshots.append(
+            {
+                table: self.forgetful.execute(f"SELECT * FROM {table}").rows  # noqa: S608
+                for table in ("idfields_node_lease", "idfields_counter", "idfields_launch")
+            }
+        )
+
+    @rule(which=st.integers(0, 3))
+    def goes_back(self, which: int) -> None:
+        """Every client's next statement reaches a database as it was at a snapshot."""
+        if self.snapshots:
+            rows = self.snapshots[min(which, len(self.snapshots) - 1)]
+            self.forgetful.repoint(self.copies.new(rows))
+
+
+@pytest.fixture
+def forgetful_server(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repointable]:
+    """A template database with the idfields tables, its copies dropped afterwards."""
+    server = databases.DbUrl.parse(postgres_url)
+    template = f"model_{secrets.token_hex(4)}"
+    with psycopg.connect(**server.psycopg_kwargs(), autocommit=True) as conn:
+        conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(template)))
+    url = str(server.with_database(template))
+    with psycopg.connect(**databases.DbUrl.parse(url).psycopg_kwargs(), autocommit=True) as conn:
+        for statement in SCHEMA["postgresql"]:
+            conn.execute(statement.encode())
+    copies = Copies(postgres_url, template)
+    forgetful = Repointable(url)
+    forgetful.repoint(copies.new({}))
+    monkeypatch.setattr(LeaseProtocolOnAForgetfulDatabase, "copies", copies, raising=False)
+    monkeypatch.setattr(LeaseProtocolOnAForgetfulDatabase, "forgetful", forgetful, raising=False)
+    monkeypatch.setattr(LeaseProtocolOnAForgetfulDatabase, "database", forgetful, raising=False)
+    monkeypatch.setattr(
+        _holders.Holder, "provably_dead", lambda self: self.host in LeaseProtocol.dead
+    )
+    yield forgetful
+    forgetful.inner.close()
+    with psycopg.connect(**server.psycopg_kwargs(), autocommit=True) as conn:
+        for name in [*copies.made, template]:
+            conn.execute(
+                pgsql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(pgsql.Identifier(name))
+            )
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+def test_no_two_issuers_share_a_tick_when_the_database_goes_back(
+    forgetful_server: Repointable,
+) -> None:
+    # Not @settings on the class: it would be a second one on the base class's.
+    case = LeaseProtocolOnAForgetfulDatabase.TestCase
+    case.settings = settings(
+        max_examples=25, stateful_step_count=12, deadline=None, derandomize=True
+    )
+    case().runTest()

@@ -23,6 +23,7 @@ from idfields import sql
 from tests.pg.conftest import TABLES
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
+AS_POSTGRES = ("setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups")
 
 
 def _postgres_user() -> bool:
@@ -62,8 +63,7 @@ class Cluster:
     def run(self, args: list[str]) -> None:
         """A PostgreSQL program, as user postgres."""
         subprocess.run(
-            ["setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups"]
-            + [str(PG_BIN / args[0]), *args[1:]],
+            [*AS_POSTGRES, str(PG_BIN / args[0]), *args[1:]],
             check=True,
             capture_output=True,
             cwd=self.root,
@@ -73,8 +73,11 @@ class Cluster:
     def start(self) -> None:
         options = " ".join(f"-c {key}={value}" for key, value in self.settings.items())
         self.run(
-            ["pg_ctl", "-D", str(self.data), "-w", "-l", str(self.data) + ".log", "-o"]
-            + [f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {options}", "start"]
+            [
+                *("pg_ctl", "-D", str(self.data), "-w", "-l", f"{self.data}.log", "-o"),
+                f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 {options}",
+                "start",
+            ]
         )
 
     def stop(self, mode: str = "fast") -> None:
@@ -109,8 +112,15 @@ def cluster_root() -> Iterator[Path]:
     finally:
         for data in root.glob("*/postmaster.pid"):
             subprocess.run(
-                ["setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups"]
-                + [str(PG_BIN / "pg_ctl"), "-D", str(data.parent), "-m", "immediate", "stop"],
+                [
+                    *AS_POSTGRES,
+                    str(PG_BIN / "pg_ctl"),
+                    "-D",
+                    str(data.parent),
+                    "-m",
+                    "immediate",
+                    "stop",
+                ],
                 capture_output=True,
                 check=False,
             )
