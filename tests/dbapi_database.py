@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
@@ -90,3 +90,26 @@ _CONNECT: dict[str, Callable[[str], Any]] = {
     "mysql": _mysql,
     "sqlite": _sqlite,
 }
+
+
+class Repointed:
+    """The coordination ``Database`` on a PostgreSQL server that changes under it, as a pooler
+    or DNS name repointed by a failover, a restore or a cutover."""
+
+    vendor = "postgresql"
+
+    def __init__(self, url: str) -> None:
+        self.inner = DbApiDatabase("postgresql", url)
+
+    def repoint(self, url: str) -> None:
+        self.inner.close()
+        self.inner = DbApiDatabase("postgresql", url)
+
+    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
+        return self.inner.execute(sql, params)
+
+    def atomic(self) -> AbstractContextManager[None]:
+        return self.inner.atomic()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -14,15 +14,14 @@ invariants are those of docs/explanation/lease-protocol.md.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import databases
 import psycopg
 import pytest
-from dbapi_database import SCHEMA, DbApiDatabase
+from dbapi_database import SCHEMA, DbApiDatabase, Repointed
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -38,7 +37,7 @@ from stalling import Stalling
 from test_coordination_leases import lease_layout
 
 from idfields import NodeError
-from idfields.coordination import LeaseSource, Result, _holders
+from idfields.coordination import LeaseSource, _holders
 from idfields.nodes import Assignment
 
 MS = 1_000_000
@@ -213,25 +212,6 @@ def test_no_two_issuers_ever_share_a_tick(model_database: DbApiDatabase) -> None
     machine.TestCase().runTest()
 
 
-class Repointable:
-    """The coordination ``Database`` whose server a failover or a restore changes under it."""
-
-    vendor = "postgresql"
-
-    def __init__(self, url: str) -> None:
-        self.inner = DbApiDatabase("postgresql", url)
-
-    def repoint(self, url: str) -> None:
-        self.inner.close()
-        self.inner = DbApiDatabase("postgresql", url)
-
-    def execute(self, sql: str, params: Sequence[object] = ()) -> Result:
-        return self.inner.execute(sql, params)
-
-    def atomic(self) -> AbstractContextManager[None]:
-        return self.inner.atomic()
-
-
 class Copies:
     """Databases made from one template holding the idfields tables: each copy is another
     database (another OID), as a restore, a promoted standby or a cutover gives the clients."""
@@ -272,7 +252,7 @@ class LeaseProtocolOnAForgetfulDatabase(LeaseProtocol):
     behind). Processes that hold a lease go on issuing inside it, as live ones do."""
 
     copies: Copies
-    forgetful: Repointable
+    forgetful: Repointed
 
     def __init__(self) -> None:
         self.snapshots: list[dict[str, list[tuple[object, ...]]]] = []
@@ -302,7 +282,7 @@ class LeaseProtocolOnAForgetfulDatabase(LeaseProtocol):
 
 
 @pytest.fixture
-def forgetful_server(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repointable]:
+def forgetful_server(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Repointed]:
     """A template database with the idfields tables, its copies dropped afterwards."""
     server = databases.DbUrl.parse(postgres_url)
     template = f"model_{secrets.token_hex(4)}"
@@ -313,7 +293,7 @@ def forgetful_server(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iter
         for statement in SCHEMA["postgresql"]:
             conn.execute(statement.encode())
     copies = Copies(postgres_url, template)
-    forgetful = Repointable(url)
+    forgetful = Repointed(url)
     forgetful.repoint(copies.new({}))
     monkeypatch.setattr(LeaseProtocolOnAForgetfulDatabase, "copies", copies, raising=False)
     monkeypatch.setattr(LeaseProtocolOnAForgetfulDatabase, "forgetful", forgetful, raising=False)
@@ -333,7 +313,7 @@ def forgetful_server(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iter
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_no_two_issuers_share_a_tick_when_the_database_goes_back(
-    forgetful_server: Repointable,
+    forgetful_server: Repointed,
 ) -> None:
     # Not @settings on the class: it would be a second one on the base class's.
     case = LeaseProtocolOnAForgetfulDatabase.TestCase

@@ -25,17 +25,10 @@ from psycopg import sql as pgsql
 
 from idfields import sql
 from tests.pg.conftest import TABLES, run_in_threads
+from tests.pg.throwaway import postgres_user
 
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
-
-
-def _postgres_user() -> bool:
-    try:
-        pwd.getpwnam("postgres")
-    except KeyError:
-        return False
-    return True
 
 
 pytestmark = pytest.mark.skipif(
@@ -44,7 +37,7 @@ pytestmark = pytest.mark.skipif(
         and (PG_BIN / "initdb").exists()
         and shutil.which("setpriv")
         and os.geteuid() == 0
-        and _postgres_user()
+        and postgres_user()
     ),
     reason="needs libfaketime, PostgreSQL 15 (initdb) and root to run a cluster as postgres",
 )

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import databases
 import psycopg
 import pytest
-from dbapi_database import DbApiDatabase
+from dbapi_database import Repointed
 
 from idfields import NodeError, make_generator, sql
-from idfields.coordination import DecimalSource, LeaseSource, Result, record_launch
+from idfields.coordination import DecimalSource, LeaseSource, record_launch
 from idfields.generators import IdGenerator
 from idfields.layouts import DECIMAL
 from tests.pg.conftest import TABLES
@@ -24,28 +24,6 @@ from tests.pg.conftest import TABLES
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 TTL_S = 2.0
-
-
-class Repointed:
-    """The coordination ``Database`` whose server changes under it, as a repointed pooler."""
-
-    vendor = "postgresql"
-
-    def __init__(self, url: str) -> None:
-        self._database = DbApiDatabase("postgresql", url)
-
-    def repoint(self, url: str) -> None:
-        self._database.close()
-        self._database = DbApiDatabase("postgresql", url)
-
-    def execute(self, statement: str, params: Sequence[object] = ()) -> Result:
-        return self._database.execute(statement, params)
-
-    def atomic(self) -> AbstractContextManager[None]:
-        return self._database.atomic()
-
-    def close(self) -> None:
-        self._database.close()
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 AS_POSTGRES = ("setpriv", "--reuid=postgres", "--regid=postgres", "--clear-groups")
 
 
-def _postgres_user() -> bool:
+def postgres_user() -> bool:
     try:
         pwd.getpwnam("postgres")
     except KeyError:
@@ -36,7 +36,7 @@ def _postgres_user() -> bool:
 
 available = pytest.mark.skipif(
     not ((PG_BIN / "initdb").exists() and shutil.which("setpriv") and os.geteuid() == 0)
-    or not _postgres_user(),
+    or not postgres_user(),
     reason="needs PostgreSQL 15 (initdb) and root to run a cluster as user postgres",
 )
 
