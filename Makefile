@@ -3,7 +3,9 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 DEMO_ARGS ?= compare --out compare-out
 
-.PHONY: test docs demo bench bench-quick bench-docs
+DIST ?= dist
+
+.PHONY: test docs demo dist bench bench-quick bench-docs
 
 test: $(VENV)/.installed-dev docs
 	$(VENV)/bin/ruff check .
@@ -21,6 +23,14 @@ docs: $(VENV)/.installed-dev
 # The demo needs the core and the compare extra only, not the dev toolchain.
 demo: $(VENV)/.installed-demo
 	$(VENV)/bin/idfields $(DEMO_ARGS)
+
+# The release files into dist/: the sdist, and a wheel built from it for this platform, with the
+# compiled core where a C compiler and Python's headers are present (py3-none-any without).
+# tests/test_packaging.py installs both into clean venvs and asks each which core it runs.
+dist: | $(PYTHON)
+	$(PYTHON) -m pip install -q build
+	rm -rf $(DIST)
+	$(PYTHON) -m build --outdir $(DIST) .
 
 bench: $(VENV)/.installed-bench
 	$(PYTHON) -m benchmarks --out bench-out

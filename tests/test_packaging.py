@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -57,3 +58,56 @@ def test_a_build_without_a_compiler_is_a_pure_wheel(tmp_path: Path) -> None:
     """``CC=false``: the compiler probe fails, so the wheel declares no extension."""
     wheel = build("wheel", tmp_path, {"CC": "false"})
     assert wheel.name.endswith("-py3-none-any.whl"), wheel.name
+
+
+def test_the_wheel_ships_no_c_source(tmp_path: Path) -> None:
+    """The sdist carries ``_speedups.c`` to build from; a wheel carries what it built, not that."""
+    wheel = build("wheel", tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        sources = [name for name in archive.namelist() if name.endswith((".c", ".h"))]
+    assert sources == []
+
+
+def _fresh_venv(where: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
+    return where / "bin" / "python"
+
+
+def test_make_dist_builds_an_sdist_and_a_wheel_that_install_and_name_their_core(
+    tmp_path: Path,
+) -> None:
+    """``make dist``: both install in a clean venv (no checkout on the path, cwd elsewhere) and
+    say which core they run; on this machine, with a C compiler, the compiled one."""
+    out = tmp_path / "dist"
+    done = subprocess.run(
+        ["make", "dist", f"DIST={out}", f"PYTHON={sys.executable}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    sdists, wheels = list(out.glob("*.tar.gz")), list(out.glob("*.whl"))
+    assert len(sdists) == len(wheels) == 1, list(out.iterdir())
+    assert "-py3-none-any" not in wheels[0].name, "a platform wheel carries the compiled core"
+    for artifact in out.iterdir():
+        python = _fresh_venv(tmp_path / f"venv-{artifact.suffix}")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDFIELDS_PURE_PYTHON")}
+        subprocess.run(
+            [python, "-m", "pip", "install", "-q", str(artifact)],
+            check=True,
+            env=env,
+            timeout=600,
+        )
+        core = subprocess.run(
+            [python, "-m", "idfields", "--version"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert core.stdout.startswith("idfields ") and "compiled core" in core.stdout, (
+            artifact.name,
+            core.stdout,
+        )
