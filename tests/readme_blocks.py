@@ -181,19 +181,36 @@ def _keys(where: str, body: str) -> dict[str, object]:
     return found
 
 
-def environment(db: str | None, url: str | None, sqlalchemy_url: str | None) -> dict[str, str]:
-    """What a block sees: this interpreter's PATH and the repository first on PYTHONPATH."""
+def environment(
+    db: str | None,
+    url: str | None,
+    sqlalchemy_url: str | None,
+    python: str = sys.executable,
+    checkout: bool = True,
+) -> dict[str, str]:
+    """What a block sees: ``python``'s directory first on PATH and, with ``checkout``, the
+    repository first on PYTHONPATH (without it, only what that interpreter has installed)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("IDFIELDS_")}
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("PYTHONPATH", None)
+    env.pop("VIRTUAL_ENV", None)
+    if checkout:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     env.pop("DJANGO_SETTINGS_MODULE", None)
     if db is not None and url is not None and sqlalchemy_url is not None:
         env.update(DATABASE_URL=url, SQLALCHEMY_URL=sqlalchemy_url, IDFIELDS_DB=db)
     return env
 
 
-def run_section(section: Section, db: str | None, workdir: Path, env: Mapping[str, str]) -> None:
-    """Run (write, compare) each of the section's blocks for ``db``; raise on the first failure."""
+def run_section(
+    section: Section,
+    db: str | None,
+    workdir: Path,
+    env: Mapping[str, str],
+    python: str = sys.executable,
+) -> None:
+    """Run (write, compare) each of the section's blocks for ``db`` (Python blocks with
+    ``python``); raise on the first failure."""
     last_output: str | None = None
     for block in section.blocks_for(db):
         if block.skip is not None:
@@ -204,15 +221,15 @@ def run_section(section: Section, db: str | None, workdir: Path, env: Mapping[st
         elif block.output:
             _compare(block, last_output)
         elif block.runnable:
-            last_output = _execute(block, workdir, env)
+            last_output = _execute(block, workdir, env, python)
 
 
-def _execute(block: Block, workdir: Path, env: Mapping[str, str]) -> str:
+def _execute(block: Block, workdir: Path, env: Mapping[str, str], python: str) -> str:
     if block.lang in PYTHON:
         # Padded so a traceback's line numbers are the page's own.
         script = workdir / f"readme_line_{block.line}.py"
         script.write_text("\n" * block.line + block.code)
-        command = [sys.executable, str(script)]
+        command = [python, str(script)]
     else:
         command = ["bash", "-euo", "pipefail", "-c", block.code]
     try:
@@ -280,3 +297,14 @@ def runs(sections: list[Section]) -> Iterator[tuple[Section, str | None]]:
     for section in sections:
         for db in section.runs:
             yield section, db
+
+
+def install_line(text: str) -> list[str]:
+    """The packages of a page's first ``pip install`` line (its comment dropped): what a reader
+    installs before pasting the page's blocks; ``["idfields"]`` on a page that names none."""
+    found = re.search(r"^\s*pip install ([^#`\n]+)", text, re.MULTILINE)
+    if found is None:
+        found = re.search(r"`pip install ([^#`\n]+)`", text)
+    if found is None:
+        return ["idfields"]
+    return [word.strip("'\"") for word in found[1].split()]
