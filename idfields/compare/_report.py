@@ -40,7 +40,7 @@ PATHS = {
 CAPTIONS = {
     "speed": "rows/s of each insert path over the baseline's on the same path (single-row "
     "INSERTs, executemany in batches of 1,000, and on PostgreSQL COPY and INSERT ... SELECT); "
-    "bar: median of the runs, whisker: slowest to fastest batch run; 'tie': each median lies "
+    "bar: median of the runs, whisker: slowest to fastest run; 'tie': each median lies "
     "within the other's runs",
     "index": "KiB of the primary key's b-tree after the batch insert; on SQLite and MariaDB "
     "every table is clustered on its key, so this is the whole table for every strategy",
@@ -288,11 +288,18 @@ class Panel:
     caption: str
     series: dict[str, list[float | None]]
     texts: dict[str, list[str]]
+    #: Per series, each strategy's slowest-to-fastest run over the baseline's median (speed).
+    spans: dict[str, list[tuple[float, float] | None]] = field(default_factory=dict)
+
+    @property
+    def measured(self) -> bool:
+        return any(v is not None for values in self.series.values() for v in values)
 
 
 def panels(report: Report) -> list[Panel]:
-    """What the chart draws, apart from matplotlib: every insert path's speed, the key's size,
-    its order, the recent-rows query (saying which strategies used an ID range) and WAL."""
+    """What the chart draws, apart from matplotlib: every insert path's speed (each bar with its
+    runs' spread), the key's size, its order, the recent-rows query (saying which strategies
+    used an ID range) and WAL; a panel the database measured nothing for is left out."""
     names = report.strategies
     metric = {key: [report.metrics.get(n, {}).get(key) for n in names] for key, _, _ in METRICS}
     paths = [p for p in PATHS if any(p in report.runs.get(n, {}) for n in names)]
@@ -309,8 +316,9 @@ def panels(report: Report) -> list[Panel]:
     order = metric["correlation"]
     recent = [None if v is None else v * 1000 for v in metric["range_query_s"]]
     by = [report.metrics.get(n, {}).get("range_query_by") for n in names]
-    return [
-        Panel("insert speed vs baseline (x, higher is better)", "speed", speed, speed_texts),
+    spans = {PATHS[p]: [report.ratio_range(n, p) for n in names] for p in paths}
+    drawn = [
+        Panel("insert speed vs baseline (x, higher is better)", "speed", speed, speed_texts, spans),
         Panel(
             "primary-key b-tree size (KiB, lower is better)",
             "index",
@@ -341,6 +349,41 @@ def panels(report: Report) -> list[Panel]:
             {"wal": [_number(v, 0) for v in wal]},
         ),
     ]
+    return [panel for panel in drawn if panel.measured]
+
+
+def verdict(report: Report) -> str:
+    """The chart's answer to "which should I use?": the fastest key other than the baseline
+    over every insert path measured, its key index against the baseline's, and the keys that
+    scatter their inserts over the index."""
+    base = report.labels[report.baseline]
+    speeds = {
+        name: ratios
+        for name in report.strategies[1:]
+        if (ratios := [r for p in PATHS if (r := report.ratio(name, p)) is not None])
+    }
+    if not speeds:
+        return f"Only {base} was measured: nothing to choose between."
+    best = max(speeds, key=lambda name: statistics.geometric_mean(speeds[name]))
+    speed = statistics.geometric_mean(speeds[best])
+    ties = sum(report.tie(best, p) for p in PATHS)
+    sizes = [report.metrics.get(n, {}).get("pk_index_bytes") for n in (report.baseline, best)]
+    text = (
+        f"Which to use: {report.labels[best]} inserts fastest of the keys compared, "
+        f"{speed:.2f}x {base} (geometric mean of {len(speeds[best])} insert paths"
+        + (f", within the runs' spread on {ties}" if ties else "")
+        + ")"
+        + (f", with a key index {sizes[1] / sizes[0]:.2f}x its size" if all(sizes) else "")
+        + "."
+    )
+    scattered = [
+        report.labels[n]
+        for n in report.strategies
+        if (corr := report.metrics.get(n, {}).get("correlation")) is not None and corr < 0.5
+    ]
+    if scattered:
+        text += f" {', '.join(scattered)} scatter inserts over the index (key order below 0.5)."
+    return text + " A difference inside the whiskers is noise."
 
 
 def _ratio_text(ratio: float | None, tie: bool) -> str:
@@ -372,8 +415,11 @@ def _chart(report: Report, path: Path) -> None:
     figure, axes = plt.subplots(3, 2, figsize=(15, 13), constrained_layout=True)
     for axis, panel in zip(axes.flat, shown, strict=False):
         _draw(axis, report, panel, labels)
-    for axis in list(axes.flat)[len(shown) :]:
+    rest = list(axes.flat)[len(shown) :]
+    for axis in rest:
         axis.set_axis_off()
+    if rest:
+        rest[0].text(0, 1, _wrap(verdict(report), 60), va="top", fontsize=11, wrap=True)
     figure.suptitle(chart_title(report), fontsize=13)
     figure.savefig(path, dpi=110)
     plt.close(figure)
@@ -392,8 +438,8 @@ def _draw(axis: Any, report: Report, panel: Panel, labels: list[str]) -> None:
         ]
         bars = axis.barh(offsets, shown, height=height, color=colors)
         ends = [bar.get_width() for bar in bars]
-        if panel.caption == "speed" and series == PATHS["batch"]:
-            _whiskers(axis, report, offsets, height, ends)
+        if series in panel.spans:
+            _whiskers(axis, panel.spans[series], offsets, ends)
         for offset, text, end in zip(offsets, panel.texts[series], ends, strict=True):
             axis.annotate(
                 text, (end, offset), xytext=(3, 0), textcoords="offset points",
@@ -408,20 +454,20 @@ def _draw(axis: Any, report: Report, panel: Panel, labels: list[str]) -> None:
 
         handles = [Patch(color=f"C{i}", label=series) for i, series in enumerate(panel.series)]
         axis.legend(handles=handles, fontsize=8, loc="lower right")
-    if all(v is None for values in panel.series.values() for v in values):
-        axis.set_xticks([])  # nothing measured here (WAL off PostgreSQL): the texts say n/a
     axis.margins(x=0.3)
 
 
 def _whiskers(
-    axis: Any, report: Report, offsets: list[float], height: float, ends: list[float]
+    axis: Any, spans: list[tuple[float, float] | None], offsets: list[float], ends: list[float]
 ) -> None:
-    """Slowest-to-fastest batch run of each strategy as a line over its bar."""
-    for index, (name, middle) in enumerate(zip(report.strategies, offsets, strict=True)):
-        span = report.ratio_range(name, "batch")
+    """Each strategy's slowest-to-fastest run as a capped line over its bar, the text past it."""
+    for index, (span, middle) in enumerate(zip(spans, offsets, strict=True)):
         if span is None:
             continue
-        axis.plot(span, [middle, middle], color="black", linewidth=1.2)
+        axis.errorbar(
+            (span[0] + span[1]) / 2, middle, xerr=(span[1] - span[0]) / 2,
+            color="black", linewidth=1, capsize=3,
+        )  # fmt: skip
         ends[index] = max(ends[index], span[1])
 
 

@@ -10,7 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from idfields.compare._report import CAPTIONS, RANGE, SCAN, Report, chart_title, panels, text_table
+from idfields.compare._report import (
+    CAPTIONS,
+    RANGE,
+    SCAN,
+    Report,
+    chart_title,
+    panels,
+    text_table,
+    verdict,
+    write_outputs,
+)
 from idfields.compare._runner import run_comparison
 
 
@@ -97,3 +107,30 @@ def test_mariadb_table_is_the_clustered_key_under_its_own_name(
     for entry in document["strategies"]:
         metrics = entry["metrics"]
         assert metrics["table_bytes"] == metrics["pk_index_bytes"], entry["name"]
+
+
+def test_a_panel_the_database_cannot_measure_is_left_out() -> None:
+    """SQLite and MariaDB have no WAL figure: no panel of n/a bars."""
+    made = report()
+    for metrics in made.metrics.values():
+        metrics["wal_bytes"] = None
+    assert "wal" not in {panel.caption for panel in panels(made)}
+    assert "wal" in {panel.caption for panel in panels(report())}
+
+
+def test_every_speed_bar_carries_its_runs_spread() -> None:
+    made = report()
+    speed = {panel.caption: panel for panel in panels(made)}["speed"]
+    assert set(speed.spans) == set(speed.series)
+    assert speed.spans["single-row"][1] == made.ratio_range("snowflake", "single")
+    assert speed.spans["COPY"][1] == pytest.approx((0.45, 0.5))
+
+
+def test_the_chart_answers_which_to_use(tmp_path: Path) -> None:
+    text = verdict(report())
+    assert text.startswith("Which to use: UUIDv4 inserts fastest"), text
+    assert "0.95x IDENTITY (baseline)" in text and "within the runs' spread on 3" in text
+    assert "UUIDv4 scatter inserts" in text and "1.00x its size" in text
+    pytest.importorskip("matplotlib")
+    _, chart = write_outputs(report(), tmp_path)
+    assert chart.stat().st_size > 10_000
