@@ -24,7 +24,9 @@ def _section(text: str, title: str) -> str:
 
 
 def test_every_system_check_id_is_in_the_reference() -> None:
-    raised = {m for path in (ROOT / "idfields").rglob("*.py") for m in _CHECK_ID.findall(path.read_text())}
+    raised = {
+        m for path in (ROOT / "idfields").rglob("*.py") for m in _CHECK_ID.findall(path.read_text())
+    }
     table = _section((ROOT / "docs" / "reference" / "django.md").read_text(), "System checks")
     documented = set(re.findall(r"^\| `(idfields\.[EWI]\d{3})` \|", table, re.MULTILINE))
     assert len(raised) > 20, raised

@@ -92,7 +92,9 @@ def test_make_dist_builds_an_sdist_and_a_wheel_that_install_and_name_their_core(
     assert "-py3-none-any" not in wheels[0].name, "a platform wheel carries the compiled core"
     for artifact in out.iterdir():
         python = _fresh_venv(tmp_path / f"venv-{artifact.suffix}")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDFIELDS_PURE_PYTHON")}
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "IDFIELDS_PURE_PYTHON")
+        }
         subprocess.run(
             [python, "-m", "pip", "install", "-q", str(artifact)],
             check=True,

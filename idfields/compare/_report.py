@@ -367,13 +367,20 @@ def verdict(report: Report) -> str:
     best = max(speeds, key=lambda name: statistics.geometric_mean(speeds[name]))
     speed = statistics.geometric_mean(speeds[best])
     ties = sum(report.tie(best, p) for p in PATHS)
-    sizes = [report.metrics.get(n, {}).get("pk_index_bytes") for n in (report.baseline, best)]
+    base_size, best_size = (
+        report.metrics.get(n, {}).get("pk_index_bytes") for n in (report.baseline, best)
+    )
+    size = (
+        f", with a key index {best_size / base_size:.2f}x its size"
+        if base_size and best_size
+        else ""
+    )
     text = (
         f"Which to use: {report.labels[best]} inserts fastest of the keys compared, "
         f"{speed:.2f}x {base} (geometric mean of {len(speeds[best])} insert paths"
         + (f", within the runs' spread on {ties}" if ties else "")
         + ")"
-        + (f", with a key index {sizes[1] / sizes[0]:.2f}x its size" if all(sizes) else "")
+        + size
         + "."
     )
     scattered = [
