@@ -16,7 +16,7 @@ from readme_blocks import ROOT, page_sections, pages
 
 import idfields
 
-_CHECK_ID = re.compile(r"""id=["'](idfields\.[EWI]\d{3})["']""")
+_CHECK_ID = re.compile(r"""["'](idfields\.[EWI]\d{3})["']""")
 
 
 def _section(text: str, title: str) -> str:
