@@ -5,20 +5,38 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import ExitStack
 
 import databases
+import leftovers
+import needs
 import pytest
 
 from idfields import nodes
 
 Resolver = Callable[[ExitStack], databases.Resolution]
+_NAMED_BEFORE = pytest.StashKey[dict[str, set[str]]]()
 
 
-# The servers, by the marker that selects their tests and the values that name them in a
-# parametrised fixture (``params=["sqlite", "postgresql", "mysql"]`` and kin).
-SERVERS = {"postgres": {"postgres_url", "postgresql"}, "mysql": {"mysql_url", "mysql"}}
+# What a test needs, by the marker that selects it: the fixtures that imply it, and the values
+# that name it in a parametrised fixture (``params=["sqlite", "postgresql", "mysql"]`` and kin).
+# A test without any of these markers needs no server, no cluster and no C extension: the fast
+# tier (``make check``) runs it.
+IMPLIED = {
+    "postgres": {"postgres_url", "postgresql"},
+    "mysql": {"mysql_url", "mysql"},
+    "redis": {"redis_url", "redis_servers"},
+    "native": {"native_kwargs", "native"},
+    "cluster": {"cluster", "clusters", "pglogical_clusters", "primary_and_standby"},
+}
+
+
+class ServerDeselected(pytest.skip.Exception):
+    """A test reached a server that ``-m`` deselects, so it lacks that server's marker: the
+    report turns it into a failure (:func:`pytest_runtest_makereport`). A skip, not a failure,
+    where it is raised: Django's settings fixture asks for every server and lives without the
+    deselected ones."""
 
 
 def _deselected(config: pytest.Config, marker: str) -> bool:
@@ -41,22 +59,29 @@ def _deselected(config: pytest.Config, marker: str) -> bool:
     return True
 
 
+def _refuse_deselected(request: pytest.FixtureRequest, marker: str) -> None:
+    if _deselected(request.config, marker):
+        raise ServerDeselected(
+            f"-m {request.config.getoption('markexpr')!r} deselects the tests of {marker}"
+            f" servers, yet this test reaches one without the {marker} marker: mark it"
+            f" @pytest.mark.{marker}, or add the fixture that reaches the server to"
+            f" IMPLIED[{marker!r}] in tests/conftest.py"
+        )
+
+
 def _scratch_url(
     request: pytest.FixtureRequest, marker: str, resolve: Resolver, require: str
 ) -> Iterator[str]:
     """Yield a scratch database URL; without a server skip, or fail when env ``require`` is 1.
 
     Nothing is started when ``-m`` deselects ``marker``: a test reaching the server anyway (a
-    fixture asking for it at run time) is skipped.
+    fixture asking for it at run time) lacks the marker, and fails.
     """
-    if _deselected(request.config, marker):
-        pytest.skip(f"-m {request.config.getoption('markexpr')!r} deselects {marker} servers")
+    _refuse_deselected(request, marker)
     with ExitStack() as stack:
         found = resolve(stack)
         if found.url is None:
-            if os.environ.get(require) == "1":
-                pytest.fail(f"{require}=1 but: {found.reason}", pytrace=False)
-            pytest.skip(found.reason)
+            needs.unavailable(found.reason, require)
         yield stack.enter_context(databases.scratch_database(found.url))
 
 
@@ -81,6 +106,17 @@ def mysql_url(request: pytest.FixtureRequest) -> Iterator[str]:
     yield from _scratch_url(request, "mysql", databases.resolve_mysql, "IDFIELDS_REQUIRE_MYSQL")
 
 
+@pytest.fixture(scope="session")
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """The Redis server of ``IDFIELDS_TEST_REDIS_URL`` (Celery's broker and results; tests key
+    what they write by a name of their own, so sessions and workers share its database)."""
+    _refuse_deselected(request, "redis")
+    url = os.environ.get(needs.REDIS_ENV)
+    if not url:
+        needs.skip("redis", "IDFIELDS_REQUIRE_REDIS")
+    return url
+
+
 @pytest.fixture
 def fresh_database(request: pytest.FixtureRequest) -> Iterator[Callable[[str], str]]:
     """A factory of empty databases ("postgresql" or "mysql") on the session's servers, for tests
@@ -97,13 +133,45 @@ def fresh_database(request: pytest.FixtureRequest) -> Iterator[Callable[[str], s
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by the servers they use, so ``-m 'not mysql'`` works without manual marks:
-    by the fixtures they request, and by the parameters of parametrised fixtures."""
+    """Mark tests by what they need, so ``-m 'not mysql'`` works without manual marks: by the
+    fixtures they request, and by the parameters of parametrised fixtures."""
     for item in items:
         callspec = getattr(item, "callspec", None)
         used: list[object] = [*getattr(item, "fixturenames", ())]
         for value in callspec.params.values() if callspec else ():
             used.extend(value if isinstance(value, tuple) else [value])
-        for marker, names in SERVERS.items():
+        for marker, names in IMPLIED.items():
             if any(isinstance(name, str) and name in names for name in used):
                 item.add_marker(marker)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A test that reached a deselected server fails: unmarked, ``-m`` could not select it."""
+    report: pytest.TestReport = yield
+    if call.excinfo is not None and call.excinfo.errisinstance(ServerDeselected):
+        report.outcome = "failed"
+        report.longrepr = str(call.excinfo.value)
+    return report
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """List what the databases the test URLs name hold (once: in the controller under xdist)."""
+    if not hasattr(session.config, "workerinput"):
+        session.config.stash[_NAMED_BEFORE] = leftovers.named_databases()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the session when it left anything in those databases: tests write to scratch ones."""
+    before = session.config.stash.get(_NAMED_BEFORE, {})
+    left = leftovers.left_behind(before)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "left in the databases the test URLs name", red=True)
+            for line in left:
+                reporter.write_line(line)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

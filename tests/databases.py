@@ -317,7 +317,7 @@ def _running_postgres(
     """The cluster in ``data`` started on a free loopback port (sockets in ``tmp``), without
     durability; the URL of its ``postgres`` database; stopped at exit."""
     log = tmp / f"{data.name}.log"
-    port = _free_port()
+    port = free_port()
     options = (
         f"-p {port} -k {shlex.quote(str(tmp))} -c listen_addresses=127.0.0.1"
         " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
@@ -370,7 +370,7 @@ def throwaway_mariadb() -> Iterator[str]:
         data, log = tmp / "data", tmp / "server.log"
         install = ["mariadb-install-db", "--no-defaults", f"--datadir={data}", "--skip-test-db"]
         _run([*install, "--auth-root-authentication-method=normal"], as_owner, tmp)
-        port = _free_port()
+        port = free_port()
         server = subprocess.Popen(
             [
                 "mariadbd",
@@ -465,7 +465,7 @@ def _tail(log: Path, lines: int = 20) -> str:
         return ""
 
 
-def _free_port() -> int:
+def free_port() -> int:
     """A TCP port that was free a moment ago; the server binds it right after."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

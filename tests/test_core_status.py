@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from needs import NEEDS
 
 ROOT = Path(__file__).resolve().parent.parent
 CHECK = """
@@ -42,7 +43,7 @@ def test_version_names_the_pure_core_and_why() -> None:
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("idfields._speedups") is None, reason="the C core is not built here"
+    importlib.util.find_spec("idfields._speedups") is None, reason=NEEDS["compiled core"]
 )
 def test_version_names_the_compiled_core() -> None:
     assert "(compiled core: " in run("-m", "idfields", "--version", pure=False)

@@ -23,6 +23,7 @@ from databases import (
     throwaway_mariadb,
     throwaway_postgres,
 )
+from needs import NEEDS
 
 
 def _postgres_query(url: str, query: psycopg.abc.Query) -> list[tuple[object, ...]]:
@@ -70,7 +71,8 @@ def test_scratch_database_is_dropped_on_exit(server: str, request: pytest.Fixtur
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not shutil.which("initdb"), reason="initdb is not on PATH")
+@pytest.mark.cluster
+@pytest.mark.skipif(not shutil.which("initdb"), reason=NEEDS["initdb"])
 def test_throwaway_postgres_cluster_runs_and_goes_away() -> None:
     with throwaway_postgres() as url:
         assert _postgres_query(url, "select 1") == [(1,)]
@@ -81,7 +83,8 @@ def test_throwaway_postgres_cluster_runs_and_goes_away() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not shutil.which("mariadbd"), reason="mariadbd is not on PATH")
+@pytest.mark.cluster
+@pytest.mark.skipif(not shutil.which("mariadbd"), reason=NEEDS["mariadbd"])
 def test_throwaway_mariadb_runs_and_goes_away() -> None:
     with throwaway_mariadb() as url:
         assert _mysql_query(url, "select 1") == [(1,)]

@@ -25,6 +25,7 @@ from generator_support import (
     PureTimeGenerator,
     fresh_node,
 )
+from needs import NEEDS
 
 from idfields import (
     Assignment,
@@ -41,6 +42,8 @@ from idfields import (
 )
 from idfields.generators import COMPILED, CounterGenerator, TimeGenerator
 from idfields.layouts import DECIMAL, SNOWFLAKE
+
+pytestmark = pytest.mark.core
 
 
 class ForkPool:
@@ -438,9 +441,7 @@ def _scripted_run(generator_class: type[TimeGenerator], node: int) -> list[int]:
     return ids
 
 
-@pytest.mark.skipif(
-    not COMPILED, reason="the compiled core is not in use (not built, or IDFIELDS_PURE_PYTHON=1)"
-)
+@pytest.mark.skipif(not COMPILED, reason=NEEDS["compiled core"])
 def test_compiled_and_pure_cores_issue_the_same_ids() -> None:
     compiled = _scripted_run(TimeGenerator, node=11)
     pure = _scripted_run(PureTimeGenerator, node=12)

@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 from dbapi_database import SCHEMA, DbApiDatabase
+from needs import NEEDS
 
 from idfields.coordination import _holders as holder_strings
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="namespaces, mounts and setpriv need root"),
+    pytest.mark.skipif(os.geteuid() != 0, reason=NEEDS["root"]),
 ]
 
 ACTOR = Path(__file__).with_name("lease_actor.py")

@@ -10,14 +10,13 @@ import pytest
 from generator_support import COUNTER_CORES, PureCounterGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from needs import NEEDS
 
 from idfields import Assignment, IdFieldsError, Layout, NodeError
 from idfields.generators import COMPILED, CounterGenerator
 from idfields.layouts import DECIMAL, Constant, Node, Sequence
 
-pytestmark = pytest.mark.skipif(
-    not COMPILED, reason="the compiled core is not in use (not built, or IDFIELDS_PURE_PYTHON=1)"
-)
+pytestmark = pytest.mark.skipif(not COMPILED, reason=NEEDS["compiled core"])
 
 # Blocks small enough to use up within a script: each renewal, and the source running dry.
 TINY_DECIMAL = Layout(

@@ -11,6 +11,8 @@ from generator_support import CORES, MS, StuckClock, fresh_node
 from idfields import ClockMovedBackwards
 from idfields.generators import TimeGenerator
 
+pytestmark = pytest.mark.core
+
 MAX_WAIT_NS = 1000 * MS
 
 

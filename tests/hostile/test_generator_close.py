@@ -13,6 +13,8 @@ from idfields.errors import GeneratorClosed
 from idfields.generators import IdGenerator, TimeGenerator
 from idfields.layouts import SNOWFLAKE
 
+pytestmark = pytest.mark.core
+
 
 @pytest.mark.parametrize("core", CORES)
 def test_a_closed_generator_raises_naming_what_to_call_instead(core: type[TimeGenerator]) -> None:

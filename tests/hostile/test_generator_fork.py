@@ -28,7 +28,7 @@ from idfields import Assignment, Layout, NodeError, StaticNode, _forking, make_g
 from idfields.generators import IdGenerator
 from idfields.hostshared import HostSharedGenerator
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.core, pytest.mark.slow]
 
 
 Fork = Callable[[], int]

@@ -12,9 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import needs
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.core, pytest.mark.slow]
 
 CHILD = Path(__file__).with_name("pid_namespace_child.py")
 
@@ -23,7 +24,7 @@ def _as_pid_1(*args: str, pure: str = "") -> list[int]:
     """``pid_namespace_child.py args`` as PID 1 of a new PID namespace; the numbers it prints."""
     unshare = shutil.which("unshare")
     if unshare is None:  # pragma: no cover - util-linux missing
-        pytest.skip("no unshare(1)")
+        needs.skip("unshare")
     probe = subprocess.run([unshare, "--pid", "--fork", "true"], capture_output=True, check=False)
     if probe.returncode != 0:  # pragma: no cover - no CAP_SYS_ADMIN here
         pytest.skip(f"cannot make a PID namespace: {probe.stderr.decode().strip()}")

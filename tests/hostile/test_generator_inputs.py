@@ -16,6 +16,8 @@ from idfields.codecs._permutation import KeyedPermutation
 from idfields.errors import NodeError, ValueOutOfRange
 from idfields.layouts import DECIMAL, SNOWFLAKE
 
+pytestmark = pytest.mark.core
+
 KEY = "9e1d4c2b7a6f58e3d0c1b2a3948576f6e5d4c3b2a1908f7e6d5c4b3a29180706"  # a test key
 
 

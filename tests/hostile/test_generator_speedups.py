@@ -13,13 +13,12 @@ import pytest
 from generator_support import MS, FakeClock, OneNode, PureTimeGenerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from needs import NEEDS
 
 from idfields import BUILTIN_LAYOUTS, ClockMovedBackwards, make_generator
 from idfields.generators import COMPILED, TimeGenerator
 
-pytestmark = pytest.mark.skipif(
-    not COMPILED, reason="the compiled core is not in use (not built, or IDFIELDS_PURE_PYTHON=1)"
-)
+pytestmark = pytest.mark.skipif(not COMPILED, reason=NEEDS["compiled core"])
 
 
 @pytest.mark.parametrize("layout", sorted(BUILTIN_LAYOUTS))

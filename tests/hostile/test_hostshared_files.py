@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from needs import NEEDS
 
 from idfields.hostshared import FILE_SIZE, HostSharedGenerator, default_path
 from idfields.layouts import SNOWFLAKE, Layout, Node, Sequence, Timestamp
@@ -76,6 +77,8 @@ import json, sys
 from idfields.hostshared import HostSharedGenerator
 from idfields.layouts import Layout
 
+pytestmark = pytest.mark.core
+
 class FakeClock:
     def __init__(self): self.now = 1_800_000_000_000_000_000
     def __call__(self): return self.now
@@ -105,7 +108,7 @@ def private_layout() -> Iterator[Layout]:
         leftover.unlink()
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root")
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason=NEEDS["root"])
 def test_two_users_on_one_host_share_one_file_or_are_refused(private_layout: Layout) -> None:
     clock = FakeClock()
     ids = on_clock(None, clock, private_layout).take(100_000)  # root's workers

@@ -26,6 +26,8 @@ from idfields.layouts import Layout, Node, Timestamp
 from idfields.layouts import Sequence as SequenceField
 from idfields.sqlalchemy_ext import SQLAlchemyDatabase, metadata
 
+pytestmark = pytest.mark.core
+
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 # The same name, packed differently: NEW's node 2 holds OLD's node 1 IDs (2 << 20 == 1 << 21).
 OLD = Layout("orders", [Timestamp(41, unit="ms", epoch=EPOCH), Node(1), SequenceField(21)])

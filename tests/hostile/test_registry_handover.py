@@ -29,6 +29,8 @@ from idfields.sqlalchemy_ext import configure, get_generator, id_default
 from idfields.sqlalchemy_ext._registry import context_default
 from tests.django_project.testapp.models import Event
 
+pytestmark = pytest.mark.core
+
 
 def static_five(layout: Layout) -> NodeSource:
     return StaticNode(5)

@@ -18,6 +18,8 @@ from django.test import override_settings
 from idfields.django_app.checks import check_settings
 from tests.django_project.testapp.models import Event
 
+pytestmark = pytest.mark.core
+
 
 def messages(idfields: Any) -> list[CheckMessage]:
     with override_settings(IDFIELDS=idfields):

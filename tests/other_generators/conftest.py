@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import databases
+import needs
 import pytest
 from dbapi_database import DbApiDatabase
 from othergen_support import REDIS_SERVER, RedisServer
@@ -19,7 +20,7 @@ COUNTER_TABLE = (
 def redis_servers(tmp_path: Path) -> Iterator[Callable[[int], list[RedisServer]]]:
     """Start throwaway ``redis-server`` processes on free loopback ports; all killed at the end."""
     if REDIS_SERVER is None:
-        pytest.skip("redis-server is not on PATH; install Redis (apt install redis-server)")
+        needs.skip("redis-server")
     started: list[RedisServer] = []
 
     def start(count: int) -> list[RedisServer]:

@@ -3,7 +3,6 @@ empty databases for the tests that install or drop the functions themselves."""
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import threading
@@ -14,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import databases
+import needs
 import psycopg
 import pytest
 from databases import DbUrl
@@ -69,10 +69,7 @@ def native_kwargs(postgres_url: str) -> Iterator[dict[str, object]]:
             "SELECT count(*) FROM pg_available_extensions WHERE name = 'idfields_native'"
         ).fetchone()
     if available != (1,):
-        reason = "the server lacks the C extension idfields_native (make -C pgext install)"
-        if os.environ.get("IDFIELDS_REQUIRE_NATIVE") == "1":
-            pytest.fail(f"IDFIELDS_REQUIRE_NATIVE=1 but: {reason}", pytrace=False)
-        pytest.skip(reason)
+        needs.skip("native", "IDFIELDS_REQUIRE_NATIVE")
     with databases.scratch_database(postgres_url) as url:
         native = DbUrl.parse(url).psycopg_kwargs()
         with psycopg.connect(**native, autocommit=True) as conn:
@@ -306,10 +303,8 @@ def primary_and_standby() -> Iterator[Pair]:
     IDFIELDS_REQUIRE_POSTGRES=1."""
     missing = databases.binaries_missing("initdb", "pg_ctl", "pg_basebackup")
     if missing is not None:
-        reason = f"no throwaway primary and hot standby: {missing} (install postgresql)"
-        if os.environ.get("IDFIELDS_REQUIRE_POSTGRES") == "1":
-            pytest.fail(f"IDFIELDS_REQUIRE_POSTGRES=1 but: {reason}", pytrace=False)
-        pytest.skip(reason)
+        reason = f"no throwaway primary and hot standby: {missing}: apt-get install postgresql"
+        needs.unavailable(reason, "IDFIELDS_REQUIRE_POSTGRES")
     with databases.throwaway_primary_and_standby(PAIR_SETTINGS) as (primary, standby):
         pair = Pair(DbUrl.parse(primary), DbUrl.parse(standby))
         with psycopg.connect(**pair.primary.psycopg_kwargs(), autocommit=True) as conn:

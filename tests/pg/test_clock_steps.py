@@ -19,8 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import databases
 import psycopg
 import pytest
+from needs import NEEDS
 from psycopg import sql as pgsql
 
 from idfields import sql
@@ -31,18 +33,21 @@ FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
 
-pytestmark = pytest.mark.skipif(
-    not (
-        FAKETIME.exists()
-        and (PG_BIN / "initdb").exists()
-        and shutil.which("setpriv")
-        and os.geteuid() == 0
-        and postgres_user()
-    ),
-    reason="needs libfaketime, PostgreSQL 15 (initdb) and root to run a cluster as postgres",
-)
+def _missing() -> str | None:
+    """Why no cluster on a faked clock can run here, saying how to get it; None if it can."""
+    if not FAKETIME.exists():
+        return NEEDS["faketime"]
+    if not (PG_BIN / "initdb").exists():
+        return f"{PG_BIN / 'initdb'} is missing: apt-get install postgresql-15"
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return NEEDS["root"]
+    if not postgres_user():
+        return "no postgres account to run the cluster as: apt-get install postgresql-15"
+    return None
 
-PORT = 55437
+
+pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
+
 NODE = {"snowflake": lambda i: (i >> 12) & 1023, "traceid": lambda i: (i >> 22) & 65535}
 # The snowflake lease (2 s) and its limit's lead (an eighth of it).
 LEASE_MS = 2000
@@ -53,6 +58,7 @@ class Cluster:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.port = databases.free_port()  # not another cluster's (parallel workers)
         self.clock = root / "clock"
         self.data = root / "pg"
         self.set_clock(0)
@@ -105,7 +111,7 @@ class Cluster:
                 "-l",
                 str(self.root / "log"),
                 "-o",
-                f"-p {PORT} -k {self.root} -c listen_addresses='' -c max_connections=20",
+                f"-p {self.port} -k {self.root} -c listen_addresses='' -c max_connections=20",
                 "start",
             ]
         )
@@ -117,7 +123,7 @@ class Cluster:
 
     def connect(self, dbname: str) -> psycopg.Connection[Any]:
         return psycopg.connect(
-            host=str(self.root), port=PORT, user="postgres", dbname=dbname, autocommit=True
+            host=str(self.root), port=self.port, user="postgres", dbname=dbname, autocommit=True
         )
 
     def database(self, name: str, path: str) -> str:
@@ -154,7 +160,7 @@ def cluster() -> Iterator[Cluster]:
 @pytest.fixture(params=["native", "plpgsql"])
 def database(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[str]:
     if request.param == "native" and not cluster.native:
-        pytest.skip("idfields_native is not installed in PostgreSQL 15's directories")
+        pytest.skip(NEEDS["native"].replace("<major>", "15"))
     cluster.set_clock(0)
     name = f"clock_{request.param}_{request.node.name.split('[')[0][-20:]}_{time.monotonic_ns()}"
     yield cluster.database(name, request.param)

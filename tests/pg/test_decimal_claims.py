@@ -14,6 +14,7 @@ import psycopg
 import pytest
 from databases import DbUrl
 from dbapi_database import DbApiDatabase
+from needs import NEEDS
 from psycopg import sql as pgsql
 
 from idfields import sql
@@ -147,7 +148,7 @@ def test_resets_take_blocks_of_one_generator_id_and_never_repeat(
     assert len(set(seen)) == len(seen)
 
 
-@pytest.mark.skipif(pgbouncer.binary() is None, reason="pgbouncer is not installed")
+@pytest.mark.skipif(pgbouncer.binary() is None, reason=NEEDS["pgbouncer"])
 def test_clients_of_a_session_mode_pgbouncer_share_one_generator_id(
     pg_kwargs: dict[str, object], postgres_url: str
 ) -> None:

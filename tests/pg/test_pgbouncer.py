@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 from databases import DbUrl
+from needs import NEEDS
 
 from tests.pg import pgbouncer
 from tests.pg.conftest import run_in_threads
@@ -17,9 +18,7 @@ from tests.pg.conftest import run_in_threads
 CLIENTS = 8
 IDS_PER_CLIENT = 50_000
 
-pytestmark = pytest.mark.skipif(
-    pgbouncer.binary() is None, reason="pgbouncer is not installed (.ci/run installs it)"
-)
+pytestmark = pytest.mark.skipif(pgbouncer.binary() is None, reason=NEEDS["pgbouncer"])
 
 
 @pytest.fixture(

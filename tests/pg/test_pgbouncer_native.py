@@ -6,6 +6,7 @@ were read: no ID twice, at most 2 nodes.
 
 from __future__ import annotations
 
+import needs
 import psycopg
 import pytest
 from databases import DbUrl
@@ -55,7 +56,7 @@ def test_the_c_path_behind_pgbouncer_never_repeats(
     mode: str,
 ) -> None:
     if pgbouncer.binary() is None:
-        pytest.skip("pgbouncer is not installed")
+        needs.skip("pgbouncer")
     server = DbUrl.parse(postgres_url).with_database(str(native_kwargs["dbname"]))
     reset = "DISCARD ALL" if mode == "session" else ""
     bouncer = pgbouncer.start(server, mode, reset, pool_size=2)

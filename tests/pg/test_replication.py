@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import databases
+import needs
 import psycopg
 import pytest
 from databases import DbUrl
@@ -200,7 +201,7 @@ TRUSTED_PLUGINS = {"output_plugin_libraries": "'pgoutput,test_decoding,pglogical
 @pytest.fixture(scope="session")
 def pglogical_clusters() -> Iterator[tuple[str, str]]:
     if not databases.extension_available("pglogical"):
-        pytest.skip("no pglogical: apt-get install postgresql-<version>-pglogical (.ci/run does)")
+        needs.skip("pglogical")
     with contextlib.ExitStack() as stack:
         settings = dict(PGLOGICAL)
         if "output_plugin_libraries" in databases.server_settings():

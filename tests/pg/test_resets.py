@@ -9,6 +9,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import needs
 import psycopg
 import pytest
 from databases import DbUrl
@@ -89,7 +90,7 @@ def test_a_reset_inside_a_busy_tick_never_repeats(connect: Connect) -> None:
 def session_bouncer(postgres_url: str, pg_kwargs: dict[str, object]) -> Iterator[Any]:
     """A session-mode PgBouncer resetting with DISCARD ALL, one server connection."""
     if pgbouncer.binary() is None:
-        pytest.skip("pgbouncer is not installed (.ci/run installs it)")
+        needs.skip("pgbouncer")
     running = pgbouncer.start(DbUrl.parse(postgres_url), "session", "DISCARD ALL", pool_size=1)
     yield running
     running.stop()

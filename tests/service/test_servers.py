@@ -5,7 +5,6 @@ IDs from ``service_app``."""
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 import socket
@@ -100,12 +99,11 @@ def test_a_server_stopped_by_sigterm_leaves_no_live_lease(
 
 
 @pytest.mark.slow
-def test_a_celery_worker_stopped_by_sigterm_leaves_no_live_lease(app_url: str, layout: str) -> None:
+def test_a_celery_worker_stopped_by_sigterm_leaves_no_live_lease(
+    app_url: str, layout: str, redis_url: str
+) -> None:
     from celery import Celery
 
-    redis_url = os.environ.get("IDFIELDS_TEST_REDIS_URL")
-    if redis_url is None:
-        pytest.skip("IDFIELDS_TEST_REDIS_URL names no Redis server for Celery's broker")
     queue = f"idfields_{layout}"
     worker = ["celery", "-A", "celery_app", "worker", "-c", "2", "-Q", queue, "--pool", "prefork"]
     process = serve(worker, app_url, layout, extra={"IDFIELDS_CELERY_URL": redis_url})
