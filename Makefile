@@ -5,15 +5,34 @@ DEMO_ARGS ?= compare --out compare-out
 
 DIST ?= dist
 
-.PHONY: test docs demo dist bench bench-quick bench-docs
+# The suite in two tiers, by the markers of what a test needs (pyproject.toml; tests/conftest.py
+# marks a test from the fixtures it uses). The fast tier needs no server: `make check` runs it
+# with every server address unreachable, so a test reaching one unmarked fails there.
+NEEDS_SERVERS := postgres or mysql or redis or native or cluster or slow or gate
+FAST := not ($(NEEDS_SERVERS))
+NO_SERVERS := IDFIELDS_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:9/none \
+	IDFIELDS_TEST_MYSQL_URL=mysql://nobody@127.0.0.1:9/none IDFIELDS_TEST_REDIS_URL= \
+	IDFIELDS_REQUIRE_POSTGRES=1 IDFIELDS_REQUIRE_MYSQL=1
+# pytest-xdist workers, two per core: most tests wait on servers and child processes. The tests
+# of one group (xdist_group marker: a shared cache, builds in the checkout) run on one worker.
+JOBS ?= $(shell echo $$((2 * $$(nproc))))
+PARALLEL ?= -n $(JOBS) --dist loadgroup
 
-test: $(VENV)/.installed-dev docs
+.PHONY: test check docs demo dist bench bench-quick bench-docs
+
+# The fast tier, then the tests that need servers; then the generators again on the pure-Python
+# core (marker core).
+test: check docs
+	$(VENV)/bin/pytest $(PARALLEL) -m "$(NEEDS_SERVERS)"
+	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest $(PARALLEL) -q -m core
+
+# Static checks and every test that needs no server: under a minute.
+check: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/pytest
-	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest -q tests/test_generators.py tests/hostile
+	$(NO_SERVERS) $(VENV)/bin/pytest $(PARALLEL) -q -m "$(FAST)"
 
 # The documentation site, strictly (a warning fails it), into site/; `mkdocs serve` to read it.
 # Never --quiet: it hides the warnings from --strict, which then passes a broken link.

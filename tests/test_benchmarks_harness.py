@@ -232,12 +232,15 @@ def test_quick_generator_run_writes_a_report(
 
 
 @pytest.mark.slow
-def test_quick_mode_runs_every_module(tmp_path: Path) -> None:
+def test_quick_mode_runs_every_module(tmp_path: Path, postgres_url: str, mysql_url: str) -> None:
     """``python -m benchmarks --quick`` end to end: every module ok, or skipped with a reason
-    (a server or a peer missing); none failed, and the docs' table builds from its report."""
+    (a peer missing); none failed, and the docs' table builds from its report. The benchmarks
+    write to the scratch databases, never to the ones the test URLs name (which may name no
+    database at all: ``mysql://root@127.0.0.1:3306``)."""
+    servers = {"IDFIELDS_TEST_DATABASE_URL": postgres_url, "IDFIELDS_TEST_MYSQL_URL": mysql_url}
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", "--quick", "--out", str(tmp_path)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT, env={**os.environ, **servers, "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

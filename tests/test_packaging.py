@@ -15,6 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.xdist_group("checkout"),  # one build at a time writes build/ in the checkout
     pytest.mark.skipif(
         not (ROOT / ".git").exists(), reason="builds from a git checkout and compares with git"
     ),

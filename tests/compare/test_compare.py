@@ -90,6 +90,7 @@ def catalog(url: str) -> tuple[list[str], list[str], list[str]]:
         )
 
 
+@pytest.mark.postgres
 def test_postgres_fresh_database_has_the_db_side_row_and_is_left_clean(
     fresh_database: Callable[[str], str], tmp_path: Path
 ) -> None:

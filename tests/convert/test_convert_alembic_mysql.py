@@ -18,6 +18,7 @@ from databases import DbUrl
 
 from idfields.errors import LockTimeout
 
+pytestmark = pytest.mark.mysql
 UPGRADE = """op.create_idfields_tables()
     op.convert_to_ksorted_id("customers", lock_timeout="1s")
     op.convert_to_ksorted_id("orders", lock_timeout="1s")"""

@@ -15,7 +15,8 @@ import databases
 import pytest
 from gate_examples import EXAMPLES, Example
 
-pytestmark = pytest.mark.gate
+# One worker: the session fixture downloads and extracts the sdists into one cache.
+pytestmark = [pytest.mark.gate, pytest.mark.xdist_group("sdists")]
 HERE = Path(__file__).resolve().parent
 BACKENDS = ["sqlite", "postgresql", "mysql"]
 

@@ -135,6 +135,7 @@ def test_a_layout_changed_under_its_name_is_refused_while_the_old_one_is_live(
     rolled_out.close()
 
 
+@pytest.mark.postgres
 def test_a_lost_lease_and_a_dropped_connection_back_off_then_recover(
     pg: tuple[SQLAlchemyDatabase, str],
 ) -> None:

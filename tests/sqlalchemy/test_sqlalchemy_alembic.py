@@ -65,6 +65,7 @@ def test_upgrade_downgrade_and_autogenerate_clean(blank_engine: sa.Engine, tmp_p
     assert table_names(engine) == set()
 
 
+@pytest.mark.postgres
 def test_offline_sql_runs_on_postgres(fresh_database: Callable[[str], str], tmp_path: Path) -> None:
     server = databases.DbUrl.parse(fresh_database("postgresql"))
     config, output = alembic_env.alembic_config(tmp_path, server.sqlalchemy_url(), MIGRATION)

@@ -125,6 +125,7 @@ def test_switch_to_id_column_autogenerates_a_conversion(
         engine.dispose()
 
 
+@pytest.mark.postgres
 def test_check_reports_a_key_left_unconverted(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
