@@ -1,4 +1,4 @@
-"""Clocks and cores shared by the generator tests (tests/test_generators.py, tests/hostile)."""
+"""Clocks and cores shared by the generator tests (tests/generators/)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ CORES = (
     if COMPILED
     else [pytest.param(TimeGenerator, id="pure")]
 )
-"""Both hot paths: every hostile scenario runs against each."""
+"""Both hot paths: every scenario runs against each."""
 
 COUNTER_CORES = (
     [

@@ -106,7 +106,7 @@ def _threaded(core: type[CounterGenerator]) -> list[list[int]]:
     """Four threads call and take() from one generator whose blocks of 5 run out every few
     calls: renewals under the lock race the hot path of the other threads. (What keeps the hot
     path out while the lock holder changes state, ``_busy``, is tested deterministically by
-    tests/hostile/test_generator_close.py.)"""
+    tests/generators/test_generator_close.py.)"""
     generator = core(TINY_DECIMAL, Handing(limit=99_999))
     start = threading.Barrier(4)
     issued: list[list[int]] = []

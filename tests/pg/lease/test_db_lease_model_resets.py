@@ -18,8 +18,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import rule
 
-from tests.pg.test_db_lease_model import BACKENDS, DatabaseLeases, World
-from tests.pg.test_db_lease_model import world as world
+from tests.pg.lease.test_db_lease_model import BACKENDS, DatabaseLeases, World
+from tests.pg.lease.test_db_lease_model import world as world
 
 # What a call inside a transaction may answer after a reset there: the documented "could not
 # open relation with OID" (XX000) of a dropped sequence, currval() undefined (55000).
