@@ -113,6 +113,7 @@ def model_ids(apps: Any) -> list[tuple[str, str]]:
     return sorted((m.id, str(m.obj)) for m in model_messages(apps))
 
 
+@pytest.mark.postgres  # the check reads the default database's columns
 @isolate_apps("tests.django_project.testapp", kwarg_name="apps")
 def test_narrow_generic_object_ids_and_foreign_keys_are_errors(apps: Any = None) -> None:
     class Target(models.Model):
@@ -176,6 +177,7 @@ def test_plain_check_names_generation_db_off_postgresql() -> None:
     assert found == {"'sqlite'", "'mysql'"}  # every alias but the PostgreSQL one
 
 
+@pytest.mark.postgres  # the check reads the default database's columns
 @isolate_apps("tests.django_project.testapp", kwarg_name="apps")
 def test_e020_names_a_column_once_however_many_children_inherit_it(apps: Any = None) -> None:
     class Target(models.Model):
@@ -263,6 +265,7 @@ def test_a_launch_past_half_its_generator_ids_warns() -> None:
         db.close()  # the lease connection, so the test database can be dropped
 
 
+@pytest.mark.postgres  # the check reads the default database's columns
 @isolate_apps("tests.django_project.testapp", kwarg_name="apps")
 def test_multi_column_foreign_objects_are_checked_column_by_column(apps: Any = None) -> None:
     """A ForeignObject of two columns has no single target: every check still runs, and each
@@ -362,6 +365,7 @@ def test_a_generic_foreign_key_naming_no_field_leaves_the_report_to_django(
     assert list(generic_object_ids([Broken])) == []
 
 
+@pytest.mark.postgres  # the check reads the default database's columns
 @isolate_apps("tests.django_project.testapp", kwarg_name="apps")
 def test_an_object_id_reached_only_through_a_generic_relation_is_checked(
     apps: Any = None,

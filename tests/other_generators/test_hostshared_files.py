@@ -26,6 +26,7 @@ from idfields.hostshared import FILE_SIZE, HostSharedGenerator, default_path
 from idfields.layouts import SNOWFLAKE, Layout, Node, Sequence, Timestamp
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.core
 
 
 class FakeClock:
@@ -76,8 +77,6 @@ CHILD = """
 import json, sys
 from idfields.hostshared import HostSharedGenerator
 from idfields.layouts import Layout
-
-pytestmark = pytest.mark.core
 
 class FakeClock:
     def __init__(self): self.now = 1_800_000_000_000_000_000
