@@ -213,6 +213,7 @@ def test_discovery_finds_the_generator_bench() -> None:
     assert all(name.startswith("bench_") for name in found)
 
 
+@pytest.mark.slow  # a benchmark run
 def test_quick_generator_run_writes_a_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

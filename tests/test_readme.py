@@ -35,6 +35,7 @@ RUNS = [
 ]
 
 
+@pytest.mark.slow  # each section runs its blocks in processes of their own, as pasted
 @pytest.mark.parametrize(("section", "db"), RUNS)
 def test_readme_section(
     section: Section, db: str | None, tmp_path: Path, fresh_database: Callable[[str], str]

@@ -64,6 +64,7 @@ REACHING_SERVERS = [
 ]
 
 
+@pytest.mark.slow  # a pytest session of its own
 def test_deselecting_the_servers_starts_none() -> None:
     """With every server address unreachable, any attempt to use one would error the run."""
     unreachable = {

@@ -24,6 +24,7 @@ from idfields.layouts import get_layout
 TABLES = ("idfields_launch", "idfields_node_lease", "idfields_counter")
 
 
+@pytest.mark.slow  # a project of its own, run in processes of its own
 @pytest.mark.parametrize("db", ["sqlite", "postgresql"])
 def test_readme_project(db: str, tmp_path: Path, fresh_database: Callable[[str], str]) -> None:
     section = readme_blocks.section("docs/tutorials/sqlalchemy.md", "(top)")
