@@ -83,6 +83,9 @@ def alembic(project: Path, *args: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+pytestmark = pytest.mark.postgres
+
+
 @pytest.fixture(params=["asyncpg", "psycopg"])
 def engine(
     request: pytest.FixtureRequest, fresh_database: Callable[[str], str]

@@ -115,6 +115,7 @@ def test_tables_missing_names_the_schema_option(app_schema: tuple[sa.Engine, str
         database.dispose()
 
 
+@pytest.mark.postgres
 def test_install_id_functions_finds_the_tables_of_the_target_metadata(
     fresh_database: Callable[[str], str],
 ) -> None:
