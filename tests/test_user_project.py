@@ -66,7 +66,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if shutil.which("django-admin", path=str(Path(sys.executable).parent)) is None:
         pytest.fail("django-admin is not installed next to this Python")
     path = tmp_path_factory.mktemp("userproject")
-    setup, _ = readme_django_blocks()[1:3]
+    setup = "\n".join(readme_django_blocks()[1:3])  # the project, then taggit's widening
     first_pk = int(run(path, setup).split()[-1])
     assert first_pk > 2**40  # a snowflake ID, not BigAutoField's 1
     return path
@@ -74,10 +74,10 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_readme_steps_give_snowflake_keys_and_a_green_suite_on_sqlite(project: Path) -> None:
     assert "no issues" in run(project, "python manage.py check")  # W010 gone with the line
-    suite = readme_django_blocks()[2]
+    suite = readme_django_blocks()[-1]  # "Its tests"
     output = run(project, suite)
-    assert "Ran 2 tests" in output and "\nOK" in output  # Django's runner
-    assert "2 passed" in output  # pytest-django
+    assert "Ran 4 tests" in output and "\nOK" in output  # Django's runner
+    assert "4 passed" in output  # pytest-django
 
 
 def test_w010_names_an_app_that_startapp_pinned_to_bigautofield(project: Path) -> None:
@@ -208,7 +208,7 @@ def on_server(project: Path, url: str) -> str:
         + f"DATABASES = {{'default': {database!r}}}\n"
     )
     try:
-        return run(project, readme_django_blocks()[2])
+        return run(project, readme_django_blocks()[-1])
     finally:
         settings.write_text(original)
 
@@ -219,7 +219,7 @@ def test_the_suite_passes_on_postgresql_and_leaves_no_test_database(
 ) -> None:
     postgres_url = fresh_database("postgresql")  # its own: the session's test_* is taken
     output = on_server(project, postgres_url)
-    assert "\nOK" in output and "2 passed" in output
+    assert "\nOK" in output and "4 passed" in output
     server = DbUrl.parse(postgres_url)
     with psycopg.connect(**server.psycopg_kwargs()) as conn:
         left = conn.execute(
@@ -234,7 +234,7 @@ def test_the_suite_passes_on_mariadb_and_leaves_no_test_database(
 ) -> None:
     mysql_url = fresh_database("mysql")
     output = on_server(project, mysql_url)
-    assert "\nOK" in output and "2 passed" in output
+    assert "\nOK" in output and "4 passed" in output
     server = DbUrl.parse(mysql_url)
     with pymysql.connect(**server.pymysql_kwargs()) as conn, conn.cursor() as cursor:
         cursor.execute("SHOW DATABASES LIKE %s", [f"test_{server.database}"])

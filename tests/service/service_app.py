@@ -32,8 +32,8 @@ from idfields.sqlalchemy_ext import (
     configure,
     get_generator,
     lease_lifespan,
-    sync_url,
 )
+from idfields.sqlalchemy_ext._coordination import sync_url
 
 URL = os.environ["IDFIELDS_APP_URL"]
 LAYOUT = Layout(

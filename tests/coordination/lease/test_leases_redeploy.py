@@ -148,7 +148,7 @@ def test_a_lost_lease_and_a_dropped_connection_back_off_then_recover(
     with psycopg.connect(url, autocommit=True) as other:  # another process took the node
         other.execute("UPDATE idfields_node_lease SET holder = 'other:1' WHERE node = %s", [lost])
     clock.advance(1.5)  # past the renewal time (a third of the ttl)
-    database.break_before = "SELECT"  # the re-acquire hits a dropped connection
+    database.break_before = "SELECT layout, node"  # the claim's read hits a dropped connection
     with pytest.raises(sa.exc.OperationalError):
         generator()
     with pytest.raises(NodeError, match=r"next attempt is in 0\.100 s"):
