@@ -48,10 +48,11 @@ def observe(database: Database) -> tuple[int, int, str]:
     of it acted on; (0, 0, '') off PostgreSQL and on a standby, where nothing is written."""
     if database.vendor != "postgresql":
         return 0, 0, ""
-    now, identity = database.execute(_CURRENT).rows[0]
-    if str(identity).endswith("/standby"):
+    now, value = database.execute(_CURRENT).rows[0]
+    identity = _text(value)
+    if identity.endswith("/standby"):
         return 0, 0, ""
-    return int(now), _recorded_grace(database, str(identity), int(now)), str(identity)
+    return int(now), _recorded_grace(database, identity, int(now)), identity
 
 
 def settled(database: Database, ttl_ms: int) -> int:
@@ -74,12 +75,17 @@ def settled(database: Database, ttl_ms: int) -> int:
     return until
 
 
+def _text(value: object) -> str:
+    """A text column as text: a driver on an SQL_ASCII database returns bytes."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def _recorded_grace(database: Database, identity: str, now: int) -> int:
     key = PREFIX + identity
     rows = database.execute(
         "SELECT name, value FROM idfields_counter WHERE name LIKE %s", [PREFIX + "%"]
     ).rows
-    known = {str(name): int(value) for name, value in rows}
+    known = {_text(name): int(value) for name, value in rows}
     if key in known:
         return known[key]
     until = 0  # a first record: nothing was lost that anyone waits for
