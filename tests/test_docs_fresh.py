@@ -20,7 +20,8 @@ import pytest
 import readme_blocks
 from readme_blocks import ReadmeError, Section, environment, install_line, run_section
 
-pytestmark = pytest.mark.slow
+# One build at a time writes build/ in the checkout (the group of tests/test_packaging.py).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("checkout")]
 
 
 def _fresh_runs() -> list[object]:
