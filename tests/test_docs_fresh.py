@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -44,9 +45,16 @@ def _fresh_runs() -> list[object]:
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: other tests' builds write build/ and *.egg-info in the checkout.
+    source = tmp_path_factory.mktemp("source") / "idfields"
+    shutil.copytree(
+        readme_blocks.ROOT,
+        source,
+        ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "site", "*.egg-info"),
+    )
     subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
-        cwd=readme_blocks.ROOT,
+        cwd=source,
         capture_output=True,
         check=True,
         timeout=600,
