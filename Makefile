@@ -13,9 +13,9 @@ FAST := not ($(NEEDS_SERVERS))
 NO_SERVERS := IDFIELDS_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:9/none \
 	IDFIELDS_TEST_MYSQL_URL=mysql://nobody@127.0.0.1:9/none IDFIELDS_TEST_REDIS_URL= \
 	IDFIELDS_REQUIRE_POSTGRES=1 IDFIELDS_REQUIRE_MYSQL=1
-# pytest-xdist workers, two per core: most tests wait on servers and child processes. The tests
+# pytest-xdist workers, one per core (two per core starves the timing-bound tests). The tests
 # of one group (xdist_group marker: a shared cache, builds in the checkout) run on one worker.
-JOBS ?= $(shell echo $$((2 * $$(nproc))))
+JOBS ?= $(shell nproc)
 PARALLEL ?= -n $(JOBS) --dist loadgroup
 
 .PHONY: test check docs demo dist bench bench-quick bench-docs
