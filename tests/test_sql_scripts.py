@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+
 from idfields import sql
 from idfields.layouts import Layout, Node, Sequence, Timestamp
 from idfields.sql.layouts import render_layout_function
 from idfields.sql.scripts import named_params, named_placeholders, qualify, statements
+from tests.pg.sample_layouts import LAYOUTS
 
 
 def test_semicolons_inside_strings_names_comments_and_bodies_do_not_cut() -> None:
@@ -60,6 +63,27 @@ def test_the_shipped_scripts_cut_into_whole_statements() -> None:
     assert (
         statements(scripts[0])[-2] == f"COMMENT ON SCHEMA idfields IS 'idfields SQL {sql.VERSION}'"
     )
+
+
+#: The most lines one function of the installed SQL may take, header to body's end: each reads as
+#: one step, and a longer one is cut into named steps (as time_slow_path() is).
+MOST_LINES = 100
+
+
+def test_no_function_of_the_installed_sql_is_over_100_lines() -> None:
+    """The install script's functions, the built-in layouts' among them, and every sample user
+    layout's rendered ones."""
+    scripts = [sql.load(sql.VERSION)]
+    scripts += [render_layout_function(layout)[0] for layout in LAYOUTS]
+    sizes = {
+        match[1]: len(statement.splitlines())
+        for script in scripts
+        for statement in statements(script)
+        if (match := re.match(r"CREATE (?:OR REPLACE )?FUNCTION (\S+?)\(", statement))
+    }
+    assert "idfields.time_slow_path" in sizes and "idfields.decimal_slow_path" in sizes
+    too_long = {name: lines for name, lines in sizes.items() if lines > MOST_LINES}
+    assert not too_long, f"cut these into named steps of at most {MOST_LINES} lines: {too_long}"
 
 
 def test_named_placeholders() -> None:

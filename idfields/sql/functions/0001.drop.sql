@@ -10,6 +10,8 @@ DROP FUNCTION IF EXISTS idfields.node_holder_rows();
 DROP FUNCTION IF EXISTS idfields.next_decimal();
 DROP FUNCTION IF EXISTS idfields.resume_decimal();
 DROP FUNCTION IF EXISTS idfields.decimal_slow_path();
+DROP FUNCTION IF EXISTS idfields.decimal_take_generator(integer, integer, bigint);
+DROP FUNCTION IF EXISTS idfields.decimal_cover_generator(integer, bigint);
 DROP SEQUENCE IF EXISTS idfields.decimal_issued;
 -- BEGIN built-in layouts, as idfields.sql.layouts renders them
 DROP FUNCTION IF EXISTS idfields."take_snowflake_ranges"(bigint);
@@ -32,6 +34,11 @@ DROP FUNCTION IF EXISTS idfields.take_id_ranges(idfields.geometry, bigint, regcl
 DROP FUNCTION IF EXISTS idfields.lease_table();
 DROP FUNCTION IF EXISTS idfields.node_range();
 DROP FUNCTION IF EXISTS idfields.time_slow_path(idfields.geometry, bigint, regclass);
+DROP FUNCTION IF EXISTS idfields.time_record_claim(idfields.geometry, regclass, integer, bigint,
+    bigint, integer, bigint, bigint, text);
+DROP FUNCTION IF EXISTS idfields.time_renew(idfields.geometry, integer, bigint, bigint, bigint,
+    bigint, bigint, bigint, bigint, integer, bigint, bigint, text);
+DROP FUNCTION IF EXISTS idfields.time_session_claim(idfields.geometry, regclass, bigint, bigint);
 DROP FUNCTION IF EXISTS idfields.time_claim(idfields.geometry, integer, bigint, bigint, bigint,
     bigint, integer, integer, bigint, bigint);
 DROP FUNCTION IF EXISTS idfields.time_take_back_node(idfields.geometry, integer, bigint, bigint,

@@ -598,47 +598,18 @@ BEGIN
 END
 $$;
 
--- The slow path of the time-based generators, in steps: refuse what the session may not do
--- (time_refuse), find the claim and the position, wait for a clock behind the position
--- (time_wait_for_clock), renew the claim or claim a node (time_claim), raise the node's durable
--- fence, record the claim and its limit, issue. Its rules, and the settings it keeps, are in
--- docs/explanation/lease-protocol-database.md.
-CREATE OR REPLACE FUNCTION idfields.time_slow_path(
-    shape idfields.geometry, now_tick bigint, visible_lease regclass
-) RETURNS bigint
+-- Step: the session's claim of a layout (idfields.<layout>_lease), which holds only if made on
+-- this very sequence, on the node of its last ID, with its row unchanged (D4: a stale or forged
+-- setting claims afresh). claimed is NULL where none holds; the rest is the setting's.
+CREATE OR REPLACE FUNCTION idfields.time_session_claim(
+    shape idfields.geometry, seq regclass, last bigint, middle bigint, OUT claimed integer,
+    OUT acquired bigint, OUT promise bigint, OUT me text
+)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout);
     lease text := pg_catalog.current_setting('idfields.' || shape.layout || '_lease', true);
-    key integer := idfields.lease_lock_key(shape.lease_key);
-    period bigint := 1::bigint << shape.ts_bits;
-    seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
-    -- The bits of an ID that are neither timestamp nor sequence: node and constants.
-    middle bigint := 9223372036854775807 # ((period - 1) << shape.ts_shift) # seq_mask;
-    -- The promise less the limit: the limit leads the clock by an eighth of a lease (two
-    -- ticks at least), so the backend renews that often.
-    margin bigint := shape.lease_ms - GREATEST(shape.lease_ms / 8, shape.unit_us / 500);
-    called_ms bigint := idfields.clock_ms();  -- now_ms moves with the clock where it must
-    now_ms bigint; tick bigint; durable bigint; continues boolean;
-    last bigint; pos bigint; pos_tick bigint;  -- the last ID, the one after, and its tick
-    claimed integer; acquired bigint; promise bigint; me text;  -- the claim
-    first_node integer; last_node integer; fenced_until_ms bigint;  -- the database's range
 BEGIN
-    IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only') = 'on'
-        OR NOT (shape.lease_key = shape.layout OR (shape.layout NOT IN ('snowflake', 'traceid')
-            AND pg_catalog.starts_with(shape.lease_key, pg_catalog.left(shape.layout, 51) || '#')))
-        OR visible_lease <> '@lease_schema@.idfields_node_lease'::regclass
-    THEN
-        PERFORM idfields.time_refuse(shape.layout, shape.lease_key, visible_lease);
-    END IF;
-    PERFORM idfields.commit_durably();
-    IF seq IS NULL THEN
-        seq := idfields.time_sequence(shape.layout);
-    END IF;
-    last := pg_catalog.pg_sequence_last_value(seq);
-    -- The session's claim holds only if made on this very sequence, on the node of its last ID,
-    -- and its row is unchanged (D4: a stale or forged setting claims afresh).
     IF lease IS NOT NULL AND lease <> '' THEN
         claimed := pg_catalog.split_part(lease, ':', 1)::integer;
         acquired := pg_catalog.split_part(lease, ':', 2)::bigint;
@@ -653,6 +624,110 @@ BEGIN
             claimed := NULL;
         END IF;
     END IF;
+END
+$$;
+
+-- Step: past the claim's limit (the promise less the margin), renew its row while it is still
+-- this backend's and unexpired (the clock read as the row is, after any wait for a lock), else
+-- claim a node (time_claim) inside the database's range, after the position. Returns the claim
+-- and the tick to issue at.
+CREATE OR REPLACE FUNCTION idfields.time_renew(
+    shape idfields.geometry, key integer, margin bigint, now_tick bigint, now_ms bigint,
+    called_ms bigint, last bigint, pos_tick bigint, INOUT tick bigint, INOUT claimed integer,
+    INOUT acquired bigint, INOUT promise bigint, INOUT me text
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    first_node integer; last_node integer; fenced_until_ms bigint;  -- the database's range
+BEGIN
+    promise := GREATEST(now_ms + shape.lease_ms,
+        (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
+    SELECT GREATEST(shape.node_min, r.first_node), LEAST(shape.node_max, r.last_node),
+        r.fenced_until_ms
+    INTO first_node, last_node, fenced_until_ms FROM idfields.node_range() AS r;
+    IF claimed IS NOT NULL THEN
+        UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
+        WHERE l.layout = shape.lease_key AND l.node = claimed
+          AND l.holder = me AND l.acquired_at_ms = acquired
+          AND l.expires_at_ms >= now_ms + idfields.clock_ms() - called_ms
+          AND l.node BETWEEN first_node AND last_node;
+        claimed := CASE WHEN FOUND THEN claimed END;  -- lapsed, or an app process took it
+    END IF;
+    IF claimed IS NULL THEN  -- a new claim starts after the position: it continues nothing
+        acquired := now_ms;
+        SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
+            margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
+            GREATEST(tick, pos_tick + 1));
+    END IF;
+END
+$$;
+
+-- Step: before an ID at tick goes out, raise the node's durable fence over this tick and every
+-- tick the backend may go on to without the slow path (D7: up to the limit for a growing
+-- layout), then record the claim and its limit together (a rollback reverts both with the lease
+-- row) and set the transaction's switch to the sequence.
+CREATE OR REPLACE FUNCTION idfields.time_record_claim(
+    shape idfields.geometry, seq regclass, key integer, margin bigint, tick bigint,
+    claimed integer, acquired bigint, promise bigint, me text
+) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+BEGIN
+    PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
+        CASE WHEN NOT shape.wraps THEN promise - margin END,
+        (shape.epoch_us + (tick + 1) * shape.unit_us + 999) / 1000));
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_lease',
+        claimed || ':' || acquired || ':' || promise || ':' || seq::oid || ':'
+        || pg_catalog.split_part(me, ':', 3) || ':'
+        || '@lease_schema@.idfields_node_lease'::regclass::oid, false);
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_limit', LEAST(
+        ((promise - margin) * 1000 - shape.epoch_us) / shape.unit_us - 1,
+        CASE WHEN NOT shape.wraps THEN (1::bigint << shape.ts_bits) - 2 END)::text, false);
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout, seq::oid::text, true);
+END
+$$;
+
+-- The slow path of the time-based generators, in steps: refuse what the session may not do
+-- (time_refuse), find the position and the session's claim (time_sequence, time_session_claim),
+-- wait for a clock behind the position (time_wait_for_clock), renew the claim or claim a node
+-- past its limit (time_renew, time_claim), raise the node's durable fence and record the claim
+-- and its limit (time_record_claim), issue. Its rules, and the settings it keeps, are in
+-- docs/explanation/lease-protocol-database.md.
+CREATE OR REPLACE FUNCTION idfields.time_slow_path(
+    shape idfields.geometry, now_tick bigint, visible_lease regclass
+) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout);
+    key integer := idfields.lease_lock_key(shape.lease_key);
+    period bigint := 1::bigint << shape.ts_bits;
+    seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
+    -- The bits of an ID that are neither timestamp nor sequence: node and constants.
+    middle bigint := 9223372036854775807 # ((period - 1) << shape.ts_shift) # seq_mask;
+    -- The promise less the limit: the limit leads the clock by an eighth of a lease (two
+    -- ticks at least), so the backend renews that often.
+    margin bigint := shape.lease_ms - GREATEST(shape.lease_ms / 8, shape.unit_us / 500);
+    called_ms bigint := idfields.clock_ms();  -- now_ms moves with the clock where it must
+    now_ms bigint; tick bigint; durable bigint; continues boolean;
+    last bigint; pos bigint; pos_tick bigint;  -- the last ID, the one after, and its tick
+    claimed integer; acquired bigint; promise bigint; me text;  -- the claim
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR pg_catalog.current_setting('transaction_read_only') = 'on'
+        OR NOT (shape.lease_key = shape.layout OR (shape.layout NOT IN ('snowflake', 'traceid')
+            AND pg_catalog.starts_with(shape.lease_key, pg_catalog.left(shape.layout, 51) || '#')))
+        OR visible_lease <> '@lease_schema@.idfields_node_lease'::regclass
+    THEN
+        PERFORM idfields.time_refuse(shape.layout, shape.lease_key, visible_lease);
+    END IF;
+    PERFORM idfields.commit_durably();
+    IF seq IS NULL THEN
+        seq := idfields.time_sequence(shape.layout);
+    END IF;
+    last := pg_catalog.pg_sequence_last_value(seq);
+    SELECT * INTO claimed, acquired, promise, me
+    FROM idfields.time_session_claim(shape, seq, last, middle);
     -- The position: the ID after the last, its tick unwrapped against the clock (ahead by
     -- max_ahead + 1 at most, else behind); a new sequence has none.
     pos := CASE WHEN last IS NULL THEN -1 ELSE last + 1 END;
@@ -690,45 +765,14 @@ BEGIN
             tick := GREATEST(tick, durable);
         END IF;
     END IF;
-    -- Past the limit (the promise less the margin): renew the row while it is still ours and
-    -- unexpired (the clock read as the row is, after any wait for a lock), else claim a node.
     IF claimed IS NULL OR shape.epoch_us + (tick + 1) * shape.unit_us > (promise - margin) * 1000
     THEN
-        promise := GREATEST(now_ms + shape.lease_ms,
-            (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
-        SELECT GREATEST(shape.node_min, r.first_node), LEAST(shape.node_max, r.last_node),
-            r.fenced_until_ms
-        INTO first_node, last_node, fenced_until_ms FROM idfields.node_range() AS r;
-        IF claimed IS NOT NULL THEN
-            UPDATE @lease_schema@.idfields_node_lease AS l SET expires_at_ms = promise
-            WHERE l.layout = shape.lease_key AND l.node = claimed
-              AND l.holder = me AND l.acquired_at_ms = acquired
-              AND l.expires_at_ms >= now_ms + idfields.clock_ms() - called_ms
-              AND l.node BETWEEN first_node AND last_node;
-            claimed := CASE WHEN FOUND THEN claimed END;  -- lapsed, or an app process took it
-        END IF;
-        IF claimed IS NULL THEN
-            continues := false;
-            acquired := now_ms;
-            SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
-                margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
-                GREATEST(tick, pos_tick + 1));
-        END IF;
+        SELECT * INTO tick, claimed, acquired, promise, me FROM idfields.time_renew(shape, key,
+            margin, now_tick, now_ms, called_ms, last, pos_tick, tick, claimed, acquired,
+            promise, me);
     END IF;
-    -- D7: before the ID goes out, the node's durable fence covers this tick and every tick the
-    -- backend may go on to without this path (up to the limit for a growing layout).
-    PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
-        CASE WHEN NOT shape.wraps THEN promise - margin END,
-        (shape.epoch_us + (tick + 1) * shape.unit_us + 999) / 1000));
-    -- The claim and its limit, set together: a rollback reverts both with the lease row.
-    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_lease',
-        claimed || ':' || acquired || ':' || promise || ':' || seq::oid || ':'
-        || pg_catalog.split_part(me, ':', 3) || ':'
-        || '@lease_schema@.idfields_node_lease'::regclass::oid, false);
-    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_limit', LEAST(
-        ((promise - margin) * 1000 - shape.epoch_us) / shape.unit_us - 1,
-        CASE WHEN NOT shape.wraps THEN period - 2 END)::text, false);
-    PERFORM pg_catalog.set_config('idfields.' || shape.layout, seq::oid::text, true);
+    PERFORM idfields.time_record_claim(shape, seq, key, margin, tick, claimed, acquired,
+        promise, me);
     IF continues AND tick = pos_tick THEN
         RETURN pg_catalog.setval(seq, pos);
     END IF;
@@ -1133,12 +1177,96 @@ CREATE SEQUENCE IF NOT EXISTS idfields.decimal_issued MINVALUE 0 START 0;
 REVOKE ALL ON SEQUENCE idfields.decimal_issued FROM PUBLIC;
 GRANT SELECT ON SEQUENCE idfields.decimal_issued TO PUBLIC;
 
+-- Step: the allocator's generator id is of an older launch than the newest, and this
+-- transaction wrote no counter row yet: move to the newest (false) once the old launch's counter
+-- row, as committed by another transaction, covers the generator id (a claim of an older launch
+-- then needs no allocator: D8); until then go on with it (true), and cover it in this
+-- transaction.
+CREATE OR REPLACE FUNCTION idfields.decimal_cover_generator(
+    issued_launch integer, issued_taken bigint
+) RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    covered bigint;
+BEGIN
+    SELECT c.value INTO covered FROM @lease_schema@.idfields_counter AS c
+    WHERE c.name = 'generator:' || issued_launch;
+    IF COALESCE(covered, 0) >= issued_taken THEN
+        RETURN false;
+    ELSIF covered IS NULL THEN
+        INSERT INTO @lease_schema@.idfields_counter (name, value)
+        VALUES ('generator:' || issued_launch, issued_taken)
+        ON CONFLICT (name) DO NOTHING;
+        PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
+    ELSE  -- never waits: a row another transaction holds is covered by a later call
+        UPDATE @lease_schema@.idfields_counter AS c
+        SET value = GREATEST(c.value, issued_taken)
+        WHERE c.name IN (SELECT d.name FROM @lease_schema@.idfields_counter AS d
+                         WHERE d.name = 'generator:' || issued_launch
+                         FOR UPDATE SKIP LOCKED);
+        PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
+    END IF;
+    RETURN true;
+END
+$$;
+
+-- Step: take a new generator id, under the allocator's lock, in the newest launch; in the
+-- allocator's launch (issued_launch, its value issued_taken) where this transaction wrote a
+-- counter row or that launch's row does not cover the allocator's generator id yet. Moves the
+-- allocator to the new id's first block; returns the launch and its counter value taken
+-- (generator id + 1).
+CREATE OR REPLACE FUNCTION idfields.decimal_take_generator(
+    newest integer, issued_launch integer, issued_taken bigint, OUT launch integer,
+    OUT taken bigint
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    counter_name text;
+BEGIN
+    IF newest IS NULL AND issued_launch = 0 THEN
+        RAISE EXCEPTION 'idfields: no launch is recorded, and DecimalId needs one'
+            USING ERRCODE = '55000',
+            HINT = 'Record a launch once per deployment: manage.py idfields_launch --label '
+                   '<version> (or idfields.coordination.counters.record_launch()).';
+    END IF;
+    launch := GREATEST(newest, issued_launch);
+    IF launch > issued_launch AND issued_taken > 0 AND (pg_catalog.current_setting(
+            'idfields.decimal_claimed', true) = 'on'
+            OR COALESCE((SELECT c.value FROM @lease_schema@.idfields_counter AS c
+                         WHERE c.name = 'generator:' || issued_launch), 0)
+               < issued_taken) THEN
+        launch := issued_launch;
+    END IF;
+    counter_name := 'generator:' || launch;
+    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES (counter_name, 0)
+    ON CONFLICT (name) DO NOTHING;
+    UPDATE @lease_schema@.idfields_counter AS c
+    SET value = GREATEST(c.value,
+        CASE WHEN launch = issued_launch THEN issued_taken ELSE 0 END) + 1
+    WHERE c.name = counter_name RETURNING c.value INTO taken;
+    IF taken > 100000 THEN
+        RAISE EXCEPTION 'idfields: launch % has used all 100,000 DecimalId generator ids',
+            launch
+            USING ERRCODE = '53400',
+            HINT = 'Record a new launch (manage.py idfields_launch --label <version>).';
+    END IF;
+    PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
+    PERFORM pg_catalog.setval('idfields.decimal_issued',
+        (launch::bigint * 1000000 + taken) * 100000 + 1);
+END
+$$;
+
 -- decimal: counter * 10^10 + generator_id * 10^5 + launch_id. The temporary sequence holds the
 -- backend's last ID, inside its block; 'idfields.decimal' (transaction-local) = its OID;
 -- 'idfields.decimal_generator' (session) = generator_id * 10^5 + launch_id of its block;
 -- 'idfields.decimal_claimed' (transaction-local) = 'on' once this transaction wrote a counter
 -- row. Called for a transaction's first ID that cannot go on (a new, reset or read-only
--- session) and at the end of a block.
+-- session) and at the end of a block. In steps: refuse what the session may not do, take a
+-- block of the allocator's generator id, covering it where a newer launch is recorded
+-- (decimal_cover_generator), or, where none is usable, a new generator id
+-- (decimal_take_generator); issue the block's first ID.
 CREATE OR REPLACE FUNCTION idfields.decimal_slow_path() RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1151,11 +1279,7 @@ DECLARE
     issued_taken bigint;
     block bigint;
     usable boolean;
-    covered bigint;
-    launch integer;
-    taken bigint;
     generator bigint;
-    counter_name text;
 BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
         RAISE EXCEPTION 'idfields: cannot issue decimal IDs on a hot standby'
@@ -1183,69 +1307,20 @@ BEGIN
         issued_taken := issued / 100000 % 1000000;
         block := issued % 100000;
         usable := issued_taken > 0 AND block <= 92233;
-        -- A newer launch: move to it once this launch's counter row, as committed by another
-        -- transaction, covers the generator id (a claim of an older launch then needs no
-        -- allocator: D8); until then, go on and cover it in this transaction.
         IF usable AND newest > issued_launch AND pg_catalog.current_setting(
                 'idfields.decimal_claimed', true) IS DISTINCT FROM 'on' THEN
-            SELECT c.value INTO covered FROM @lease_schema@.idfields_counter AS c
-            WHERE c.name = 'generator:' || issued_launch;
-            IF COALESCE(covered, 0) >= issued_taken THEN
-                usable := false;
-            ELSIF covered IS NULL THEN
-                INSERT INTO @lease_schema@.idfields_counter (name, value)
-                VALUES ('generator:' || issued_launch, issued_taken)
-                ON CONFLICT (name) DO NOTHING;
-                PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
-            ELSE  -- never waits: a row another transaction holds is covered by a later call
-                UPDATE @lease_schema@.idfields_counter AS c
-                SET value = GREATEST(c.value, issued_taken)
-                WHERE c.name IN (SELECT d.name FROM @lease_schema@.idfields_counter AS d
-                                 WHERE d.name = 'generator:' || issued_launch
-                                 FOR UPDATE SKIP LOCKED);
-                PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
-            END IF;
+            usable := idfields.decimal_cover_generator(issued_launch, issued_taken);
         END IF;
         EXIT WHEN usable;
-        -- Take a new generator id, one claim at a time (the lock is held to the end of the
-        -- transaction, as the counter row's is); a claim that got here first moved the
-        -- allocator already: take a block of its generator id.
+        -- One claim at a time (the lock is held to the end of the transaction, as the counter
+        -- row's is); a claim that got here first moved the allocator already: take a block of
+        -- its generator id.
         PERFORM pg_catalog.pg_advisory_xact_lock(625490655, 0);
         CONTINUE WHEN COALESCE(pg_catalog.pg_sequence_last_value('idfields.decimal_issued'), 0)
             / 100000 <> issued / 100000;
-        IF newest IS NULL AND issued_launch = 0 THEN
-            RAISE EXCEPTION 'idfields: no launch is recorded, and DecimalId needs one'
-                USING ERRCODE = '55000',
-                HINT = 'Record a launch once per deployment: manage.py idfields_launch --label '
-                       '<version> (or idfields.coordination.counters.record_launch()).';
-        END IF;
-        launch := GREATEST(newest, issued_launch);
-        IF launch > issued_launch AND issued_taken > 0 AND (pg_catalog.current_setting(
-                'idfields.decimal_claimed', true) = 'on'
-                OR COALESCE((SELECT c.value FROM @lease_schema@.idfields_counter AS c
-                             WHERE c.name = 'generator:' || issued_launch), 0)
-                   < issued_taken) THEN
-            launch := issued_launch;
-        END IF;
-        counter_name := 'generator:' || launch;
-        INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES (counter_name, 0)
-        ON CONFLICT (name) DO NOTHING;
-        UPDATE @lease_schema@.idfields_counter AS c
-        SET value = GREATEST(c.value,
-            CASE WHEN launch = issued_launch THEN issued_taken ELSE 0 END) + 1
-        WHERE c.name = counter_name RETURNING c.value INTO taken;
-        IF taken > 100000 THEN
-            RAISE EXCEPTION 'idfields: launch % has used all 100,000 DecimalId generator ids',
-                launch
-                USING ERRCODE = '53400',
-                HINT = 'Record a new launch (manage.py idfields_launch --label <version>).';
-        END IF;
-        PERFORM pg_catalog.set_config('idfields.decimal_claimed', 'on', true);
-        issued_launch := launch;
-        issued_taken := taken;
+        SELECT * INTO issued_launch, issued_taken
+        FROM idfields.decimal_take_generator(newest, issued_launch, issued_taken);
         block := 1;
-        PERFORM pg_catalog.setval('idfields.decimal_issued',
-            (launch::bigint * 1000000 + taken) * 100000 + block);
         EXIT;
     END LOOP;
     generator := issued_taken - 1;
@@ -1339,14 +1414,19 @@ BEGIN ATOMIC
         id / 10000000000 BETWEEN 1 AND 922337202;
 END;
 
--- The internal functions take any geometry, lease key and tick: for the owner only, who
--- reaches them through the issue_* functions. (The test hooks, which issue at any tick they are
+-- The internal functions take any geometry, lease key, tick or generator id: for the owner
+-- only, who reaches them through the issue_* functions and decimal_slow_path(). (The test hooks, which issue at any tick they are
 -- given, are revoked where they are created: a hook's grantee needs issue_<layout>_at too.)
 REVOKE ALL ON FUNCTION
     idfields.time_next(idfields.geometry, bigint, regclass, bigint),
     idfields.take_id_ranges(idfields.geometry, bigint, regclass),
     idfields.time_slow_path(idfields.geometry, bigint, regclass),
     idfields.time_refuse(text, text, regclass), idfields.time_sequence(text),
+    idfields.time_session_claim(idfields.geometry, regclass, bigint, bigint),
+    idfields.time_renew(idfields.geometry, integer, bigint, bigint, bigint, bigint, bigint,
+        bigint, bigint, integer, bigint, bigint, text),
+    idfields.time_record_claim(idfields.geometry, regclass, integer, bigint, bigint, integer,
+        bigint, bigint, text),
     idfields.time_wait_for_clock(text, bigint, bigint, bigint, bigint),
     idfields.time_claim(idfields.geometry, integer, bigint, bigint, bigint, bigint, integer,
         integer, bigint, bigint),
@@ -1357,7 +1437,9 @@ REVOKE ALL ON FUNCTION
     idfields.time_claim_new_node(idfields.geometry, integer, bigint, bigint, bigint, integer,
         integer, text, bigint, integer),
     idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
-    idfields.raise_node_fence(integer, bigint), idfields.commit_durably()
+    idfields.raise_node_fence(integer, bigint), idfields.commit_durably(),
+    idfields.decimal_cover_generator(integer, bigint),
+    idfields.decimal_take_generator(integer, integer, bigint)
     FROM PUBLIC;
 
 -- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
