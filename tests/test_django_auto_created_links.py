@@ -3,11 +3,13 @@
 An auto-created through model is rendered from the migration state, which has no AppConfig, so
 ``migrate`` gives its ``id`` the class of ``DEFAULT_AUTO_FIELD``; at run time the AppConfig's
 ``default_auto_field`` (contrib.auth pins ``AutoField``) decides, and Django inserts the link
-rows without an id. The column must therefore fill itself, as BigAutoField's does. Each case is a
-project made as ``startproject`` makes one (contrib.auth, contenttypes, an app of ours pinning
-``AutoField`` with a plain ManyToManyField), migrated in a subprocess, on SQLite, PostgreSQL and
-MariaDB. A database migrated with plain ``bigint`` link keys is found by ``check --database``
-(``idfields.E050``) and repaired, rows kept, by ``idfields_repair_keys`` or ``RepairAutoKeys``.
+rows without an id. Such a column must fill itself, as BigAutoField's does; one keyed by our IDs
+must not. Each case is a project made as ``startproject`` makes one (contrib.auth, contenttypes,
+an app of ours with a plain ManyToManyField), migrated in a subprocess, on SQLite, PostgreSQL
+and MariaDB. Django never alters a link table's key when an app's key class changes: a project
+that adopts our ``DEFAULT_AUTO_FIELD`` keeps link tables its database numbers (``check
+--database`` says ``idfields.E051``), an app that pins ``BigAutoField`` later keeps ours, which
+the database does not fill (``idfields.E050``); ``idfields_repair_keys`` repairs both, rows kept.
 """
 
 from __future__ import annotations
@@ -74,15 +76,13 @@ ALL_KEPT = "2 2 2 True True 2"
 def project(
     request: pytest.FixtureRequest, tmp_path: Path, fresh_database: Callable[[str], str]
 ) -> Path:
-    """An auth project with an app pinning ``AutoField``, not migrated yet."""
+    """An auth project with a shop app keyed by our DEFAULT_AUTO_FIELD, no migration made."""
     if request.param == "sqlite":
         database = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "db.sqlite3")}
     else:
         database = DbUrl.parse(fresh_database(request.param)).django_databases()["default"]
     make_project(tmp_path, database, AUTH)
     (tmp_path / "shop" / "models.py").write_text(SHOP_MODELS)
-    (tmp_path / "shop" / "apps.py").write_text(SHOP_APPS)
-    steps(tmp_path, ("makemigrations", "shop"))
     return tmp_path
 
 
@@ -93,62 +93,97 @@ def use_links(path: Path) -> str:
 
 
 def test_link_rows_of_contrib_auth_and_a_pinned_app_are_kept(project: Path) -> None:
-    steps(project, ("migrate",), ("check", "--database", "default"))
+    (project / "shop" / "apps.py").write_text(SHOP_APPS)
+    steps(project, ("makemigrations", "shop"), ("migrate",), ("check", "--database", "default"))
     assert use_links(project) == ALL_KEPT
 
-
-PLAIN_BIGINT_KEY = """\
-from idfields.django_app.fields import SnowflakeAutoField
-
-
-class PlainBigintKey(SnowflakeAutoField):
-    \"\"\"Our key as a plain bigint column (no identity): how the link tables stay broken.\"\"\"
-
-    def get_internal_type(self):
-        return "BigAutoField" if self.keeps_migration_log else "BigIntegerField"
-"""
 
 KEEP_LINKS = """\
 from django.contrib.auth.models import Group, User
 from shop.models import Order, Tag
 
 user = User.objects.create_user("grace")
-User.groups.through.objects.create(id=7, user=user, group=Group.objects.create(name="kept"))
-tag = Tag.objects.create(name="kept")
-Tag.orders.through.objects.create(id=9, tag=tag, order=Order.objects.create(note="kept"))
+user.groups.add(Group.objects.create(name="kept"))
+Tag.objects.create(name="kept").orders.add(Order.objects.create(note="kept"))
 """
-KEPT = (
+LINKS = (
     "from django.contrib.auth.models import User; from shop.models import Tag; "
     "print(sorted(User.groups.through.objects.values_list('id', flat=True)), "
     "sorted(Tag.orders.through.objects.values_list('id', flat=True)))"
 )
+ADD_WITHOUT_ID = """\
+from django.db import DatabaseError, connection
+from shop.models import Order, Tag
+
+tag = Tag.objects.create(name="raw")
+try:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO shop_tag_orders (tag_id, order_id) VALUES (%s, %s)",
+            [tag.pk, Order.objects.create(note="raw").pk],
+        )
+    print("went in")
+except DatabaseError as error:
+    print("refused:", str(error).splitlines()[0])
+"""
 
 
-def test_a_database_migrated_with_plain_bigint_link_keys_is_found_and_repaired(
+def links(path: Path) -> str:
+    done = manage(path, "shell", "-c", LINKS)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def switch_key(path: Path, old: str, new: str) -> None:
+    settings = path / "settings.py"
+    settings.write_text(settings.read_text().replace(old, new))
+
+
+def found_and_repaired(path: Path, check_id: str, shape: str) -> None:
+    """``check --database`` reports shop's link table alone; the repair clears it."""
+    assert manage(path, "check").returncode == 0  # no database read: nothing to say
+    check = manage(path, "check", "--database", "default")
+    assert check.returncode != 0, check.stdout
+    assert f"default:shop_tag_orders: ({check_id})" in check.stderr, check.stderr
+    assert check.stderr.count(f"({check_id})") == 1, check.stderr  # auth's tables fill themselves
+    assert "idfields_repair_keys --database default" in check.stderr, check.stderr
+    repaired = manage(path, "idfields_repair_keys")
+    assert repaired.returncode == 0, repaired.stderr
+    assert f"repaired shop_tag_orders (shop.Tag_orders): {shape}" in repaired.stdout
+    steps(path, ("check", "--database", "default"))
+    again = manage(path, "idfields_repair_keys")
+    assert "every key column of database 'default' matches" in again.stdout, again.stdout
+
+
+OURS = "idfields.django_app.fields.SnowflakeAutoField"
+DJANGOS = "django.db.models.BigAutoField"
+
+
+def test_a_project_adopting_our_keys_gets_link_keys_the_database_never_numbers(
     project: Path,
 ) -> None:
-    (project / "shop" / "oldkey.py").write_text(PLAIN_BIGINT_KEY)
-    settings = project / "settings.py"
-    ours = "idfields.django_app.fields.SnowflakeAutoField"
-    settings.write_text(settings.read_text().replace(ours, "shop.oldkey.PlainBigintKey"))
+    switch_key(project, OURS, DJANGOS)
+    steps(project, ("makemigrations", "shop"), ("migrate",), ("shell", "-c", KEEP_LINKS))
+    switch_key(project, DJANGOS, OURS)
+    steps(project, ("makemigrations", "shop"))  # Order's and Tag's keys; never Tag_orders'
+    blocked = manage(project, "migrate")
+    assert blocked.returncode != 0 and "idfields.E051" in blocked.stderr, blocked.stderr
+
+    found_and_repaired(project, "idfields.E051", "a plain bigint")
     steps(project, ("migrate",))
-    settings.write_text(settings.read_text().replace("shop.oldkey.PlainBigintKey", ours))
-    steps(project, ("shell", "-c", KEEP_LINKS))
-
-    assert manage(project, "check").returncode == 0  # no database read: nothing to say
-    check = manage(project, "check", "--database", "default")
-    assert check.returncode != 0, check.stdout
-    for table in ("auth_user_groups", "auth_user_user_permissions", "auth_group_permissions"):
-        assert f"default:{table}: (idfields.E050)" in check.stderr, check.stderr
-    assert "default:shop_tag_orders: (idfields.E050)" in check.stderr, check.stderr
-    assert "idfields_repair_keys --database default" in check.stderr, check.stderr
-
-    repaired = manage(project, "idfields_repair_keys")
-    assert repaired.returncode == 0, repaired.stderr
-    assert "repaired auth_user_groups (auth.User_groups)" in repaired.stdout, repaired.stdout
-    steps(project, ("check", "--database", "default"))
-    kept = manage(project, "shell", "-c", KEPT)
-    assert kept.stdout.strip().splitlines()[-1] == "[7] [9]", kept.stderr
+    assert links(project) == "[1] [1]"  # rows kept, with the ids the database gave them
+    added = manage(project, "shell", "-c", ADD_WITHOUT_ID)
+    assert added.stdout.strip().splitlines()[-1].startswith("refused:"), added.stdout
     assert use_links(project) == ALL_KEPT
-    again = manage(project, "idfields_repair_keys")
-    assert "every key of database 'default' is filled" in again.stdout, again.stdout
+
+
+def test_a_pinned_app_after_migrating_gets_link_keys_the_database_fills(project: Path) -> None:
+    steps(project, ("makemigrations", "shop"), ("migrate",), ("shell", "-c", KEEP_LINKS))
+    kept = links(project)
+    (project / "shop" / "apps.py").write_text(SHOP_APPS.replace("AutoField", "BigAutoField"))
+
+    found_and_repaired(project, "idfields.E050", "the database numbers its rows")
+    steps(project, ("makemigrations", "shop"), ("migrate",))
+    assert links(project) == kept  # rows kept, with our IDs
+    added = manage(project, "shell", "-c", ADD_WITHOUT_ID)
+    assert added.stdout.strip().splitlines()[-1] == "went in", added.stderr

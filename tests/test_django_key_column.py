@@ -68,7 +68,7 @@ INTERLEAVE = """\
 import json
 
 from django.contrib.auth.models import User
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 from shop.models import Order, Tag
 
 ROWS = 300
@@ -84,7 +84,7 @@ def without_id(table, columns, params):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"INSERT INTO {table} ({columns}) VALUES ({marks})", params)
         went_in += 1
-    except IntegrityError as error:
+    except DatabaseError as error:  # MariaDB: OperationalError 1364
         refusals.add(str(error).splitlines()[0])
 
 

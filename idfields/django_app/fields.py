@@ -3,10 +3,10 @@
 Two families, both ``bigint`` columns (foreign keys to them are ``bigint`` too):
 
 - ``*AutoField``: primary keys and ``DEFAULT_AUTO_FIELD`` drop-ins. They subclass
-  ``BigAutoField`` (Django accepts nothing else as DEFAULT_AUTO_FIELD) and keep its column (an
-  identity, AUTO_INCREMENT or SQLite rowid, which fills a row inserted without an id, as Django
-  does for the link tables of an app pinning ``AutoField``), yet every row Django saves through
-  them carries its ID: ``get_pk_value_on_save`` hands Django the next ID, so ``save()``,
+  ``BigAutoField`` (Django accepts nothing else as DEFAULT_AUTO_FIELD), yet their column is a
+  plain ``bigint`` that the database never fills (see ``left_to_the_database`` for the two
+  tables where it does), and every row Django saves through them carries its ID:
+  ``get_pk_value_on_save`` hands Django the next ID, so ``save()``,
   ``create()``, ``bulk_create()`` (on every backend, with or without RETURNING),
   ``get_or_create()``, parents of multi-table inheritance and M2M through rows all know their
   pk before the INSERT, and no RETURNING clause is needed. While the pk is one we made for the
@@ -70,6 +70,30 @@ __all__ = [
 # tables (which node leases need), and a project switched to idfields has an int4 log key
 # (AutoField) that our IDs would overflow half-way through `migrate`.
 MIGRATION_LOG_MODULE = "django.db.migrations.recorder"
+
+
+def _keyed_by_django_at_run_time(model: type[Model]) -> bool:
+    """Whether ``model``'s table is, at run time, a link table keyed by Django's own auto field.
+
+    Asked of the models that migrations build: the migration state has no AppConfig, so its
+    auto-created link models take ``DEFAULT_AUTO_FIELD``, while at run time the app's
+    ``default_auto_field`` keys them (contrib.auth pins ``AutoField``) and Django inserts their
+    rows without an id. Found in the global registry by table, as a schema editor's copy of a
+    model (SQLite's table rebuild) keeps its table and app, not its ``auto_created``.
+    """
+    opts = model._meta
+    if opts.apps is apps or not apps.ready:
+        return False  # a run-time model (or one made before any is known): its key is ours
+    try:
+        config = apps.get_app_config(opts.app_label)
+    except LookupError:
+        return False  # an app no longer installed: nothing inserts there at run time
+    return any(
+        twin._meta.auto_created
+        and twin._meta.db_table == opts.db_table
+        and not isinstance(twin._meta.pk, KSortedFieldMixin)
+        for twin in config.get_models(include_auto_created=True)
+    )
 
 
 _ST = TypeVar("_ST", contravariant=True)  # what the attribute takes (django-stubs' order)
@@ -146,7 +170,7 @@ class KSortedFieldMixin:
     primary_key: bool
     model: type[Model]
 
-    keeps_migration_log = False
+    left_to_the_database = False
 
     def __init__(
         self, *args: Any, layout: str | None = None, generation: str = APP, **kwargs: Any
@@ -177,7 +201,16 @@ class KSortedFieldMixin:
 
     def contribute_to_class(self, cls: type[Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only=private_only)  # type: ignore[misc]
-        self.keeps_migration_log = cls.__module__ == MIGRATION_LOG_MODULE
+        # The two keys the database fills, as BigAutoField's: Django inserts their rows without
+        # an id (a data migration's link rows too, beside the running app's). Everywhere else we
+        # issue every ID, and a column the database also filled would give a row inserted
+        # without an id max(id) + 1: the next ID we issue within the same millisecond. Decided
+        # when the field first joins a model: the copies a schema editor makes of that model
+        # (SQLite's rebuild, into a table "new__<name>") keep the decision with the field.
+        if "left_to_the_database" not in vars(self):
+            self.left_to_the_database = cls.__module__ == MIGRATION_LOG_MODULE or (
+                self.primary_key and _keyed_by_django_at_run_time(cls)
+            )
 
     def next_id(self) -> int:
         """The next ID of this field's layout, from the process's generator."""
@@ -206,7 +239,7 @@ class KSortedFieldMixin:
 
     def get_pk_value_on_save(self, instance: Model) -> int | None:
         # Called by save() and bulk_create() for a pk that is not set yet.
-        if self.generation != APP or self.keeps_migration_log:
+        if self.generation != APP or self.left_to_the_database:
             return None
         value = self.next_id()
         vars(instance._state)[GENERATED_PK] = value  # has_default() looks for it
@@ -253,7 +286,7 @@ class KSortedFieldMixin:
     @property
     def db_returning(self) -> bool:
         """Only a database-filled column is read back; app-side IDs need no RETURNING."""
-        return self.generation == DB or self.keeps_migration_log
+        return self.generation == DB or self.left_to_the_database
 
     def deconstruct(self) -> tuple[str, str, list[Any], dict[str, Any]]:
         name, path, args, kwargs = super().deconstruct()  # type: ignore[misc]
@@ -410,17 +443,11 @@ class KSortedIdField(KSortedFieldMixin, _BigIntegerField[_ST, _GT]):
 class KSortedAutoField(KSortedFieldMixin, _BigAutoField[_ST, _GT]):  # type: ignore[misc,override]
     """A k-sorted primary key; ``DEFAULT_AUTO_FIELD = "idfields.django_app.fields.X"``."""
 
-    # The column is BigAutoField's (identity, AUTO_INCREMENT, SQLite's rowid) and we give every
-    # row its id: a table rendered from the migration state (no AppConfig, so DEFAULT_AUTO_FIELD)
-    # and used at run time through an AppConfig pinning AutoField (contrib.auth's link tables)
-    # has its rows inserted without an id, and the database must fill it.
-
     def get_internal_type(self) -> str:
-        # generation="db": the column's DEFAULT is idfields.next_*(), which excludes an identity.
-        return "BigIntegerField" if self.generation == DB else "BigAutoField"
-
-    def rel_db_type(self, connection: BaseDatabaseWrapper) -> Any:
-        return BigIntegerField().db_type(connection=connection)
+        # BigAutoField's column (identity, AUTO_INCREMENT, SQLite's rowid) where the database
+        # fills the key; else "bigint NOT NULL PRIMARY KEY" (generation="db": with DEFAULT
+        # idfields.next_*()), which refuses an insert without an id instead of numbering it.
+        return "BigAutoField" if self.left_to_the_database else "BigIntegerField"
 
     def get_default(self) -> Any:
         # The ID is made when the object is saved (or, generation="db", omitted from the INSERT

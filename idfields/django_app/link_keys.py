@@ -1,27 +1,34 @@
-"""Tables whose key Django leaves to the database, yet the database does not fill.
+"""Key columns at odds with who numbers their rows.
 
-Django inserts a row of a model keyed by its own ``AutoField`` / ``BigAutoField`` without an id
-and reads the id back. A ManyToManyField's auto-created link table is made by ``migrate`` from
-the migration state, which has no AppConfig: its ``id`` takes ``DEFAULT_AUTO_FIELD``, while at
-run time the app's ``default_auto_field`` (contrib.auth pins ``AutoField``) decides. Our key
-columns are BigAutoField's, so such a table is made fine; a database migrated while the column
-was a plain ``bigint`` has link tables with no identity, AUTO_INCREMENT or SQLite rowid, where
-every insert fails (PostgreSQL), is silently skipped (SQLite's ``INSERT OR IGNORE``) or writes
-id 0 once (MariaDB).
+Django inserts a row of a model keyed by its own ``AutoField`` / ``BigAutoField`` without an id:
+its key column must fill itself (an identity, AUTO_INCREMENT, SQLite's rowid). Where our field
+issues the IDs, the column must not: one that did would give a row inserted without an id (raw
+SQL, another service, a data migration) ``max(id) + 1``, the next ID we issue within the same
+millisecond, and our INSERT would fail, or a ``.add()`` drop its row without a word.
 
-- ``idfields.E050`` (``check --database ALIAS``, and ``migrate``): such a table exists.
-- :func:`repair` (``manage.py idfields_repair_keys``): gives its key BigAutoField's column
+``migrate`` makes both kinds (``KSortedFieldMixin.left_to_the_database``), but Django never
+alters the key of a ManyToManyField's auto-created link table: its class follows the app's
+``default_auto_field`` at run time, its column stays as it was made. So an app switched to our
+``DEFAULT_AUTO_FIELD`` keeps link tables its database numbers, and an app that pins
+``AutoField`` later (``startapp`` writes ``BigAutoField`` into ``apps.py``) has link tables of
+ours its database does not fill.
+
+- ``idfields.E050`` (``check --database ALIAS``, and ``migrate``): Django inserts without an id
+  into a key column the database does not fill.
+- ``idfields.E051`` (the same): the database numbers a key column of our IDs.
+- :func:`repair` (``manage.py idfields_repair_keys``): the column as ``migrate`` makes it,
   through Django's own schema editor, rows kept.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.apps import AppConfig, apps
 from django.core.checks import CheckMessage, Error, Tags, register
 from django.db import connections, router
+from django.db import models as db_models
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models import AutoField, BigAutoField, BigIntegerField, Field, Model
 
@@ -30,24 +37,37 @@ from idfields.django_app.fields import KSortedFieldMixin
 # Implementation: nothing here is API (Django reaches this module through the app).
 __all__: list[str] = []
 
+_NUMBERING = frozenset({"AutoField", "BigAutoField", "SmallAutoField"})
 
-def left_to_the_database(models: Iterable[type[Model]], alias: str) -> Iterator[type[Model]]:
-    """The link models of ``alias`` whose key Django inserts without a value (its auto fields).
 
-    Only auto-created ones: any other model's key column is made from its own migration, which
-    names its field, so it fills itself unless the table is the user's own doing (a trigger).
+class Mismatch(NamedTuple):
+    """A table whose key column disagrees with who numbers its rows."""
+
+    model: type[Model]
+    by_database: bool  # True: Django inserts without an id; False: our field issues the IDs
+    kind: str  # Django's field name for the column as it is (introspected)
+
+
+def numbered_by(models: Iterable[type[Model]], alias: str) -> Iterator[tuple[type[Model], bool]]:
+    """``(model, by_database)`` for each auto-created link table of ``alias`` keyed by Django's
+    auto field or ours.
+
+    Only those: any other model's key column is made and altered by its own migrations, which
+    name its field (a pending one is ``migrate``'s to apply, not ours to report).
     """
     for model in models:
         opts = model._meta
         if not (opts.auto_created and opts.managed) or not router.allow_migrate_model(alias, model):
             continue
         pk: object = opts.pk
-        if not isinstance(pk, KSortedFieldMixin) and isinstance(pk, AutoField):
-            yield model
+        if isinstance(pk, KSortedFieldMixin):
+            yield model, False
+        elif isinstance(pk, AutoField):
+            yield model, True
 
 
-def unfilled(alias: str, models: Iterable[type[Model]] | None = None) -> list[type[Model]]:
-    """The models of ``alias`` whose table exists and whose key column does not fill itself."""
+def mismatched(alias: str, models: Iterable[type[Model]] | None = None) -> list[Mismatch]:
+    """The tables of ``alias`` that exist and whose key column is at odds with its numbering."""
     if models is None:
         models = apps.get_models(include_auto_created=True)
     connection = connections[alias]
@@ -55,14 +75,18 @@ def unfilled(alias: str, models: Iterable[type[Model]] | None = None) -> list[ty
     found = []
     with connection.cursor() as cursor:
         tables = set(introspection.table_names(cursor))
-        for model in left_to_the_database(models, alias):
+        for model, by_database in numbered_by(models, alias):
             table = model._meta.db_table
             if table not in tables:
                 continue
             column = _pk(model).column
             for info in introspection.get_table_description(cursor, table):
-                if info.name == column and not _fills_itself(connection, info):
-                    found.append(model)
+                if info.name != column:
+                    continue
+                numbers = _numbers_rows(connection, info)
+                if not (numbers or info.default is not None) if by_database else numbers:
+                    kind = introspection.get_field_type(info.type_code, info)
+                    found.append(Mismatch(model, by_database, kind))
     return found
 
 
@@ -70,25 +94,27 @@ def _pk(model: type[Model]) -> Field[Any, Any]:
     return model._meta.pk  # a concrete model always has one
 
 
-def _fills_itself(connection: BaseDatabaseWrapper, info: Any) -> bool:
-    """Whether an INSERT that omits this key column gets a fresh value from the database."""
-    if info.default is not None:
-        return True
-    if connection.vendor == "sqlite":  # only a column declared INTEGER is the rowid
+def _numbers_rows(connection: BaseDatabaseWrapper, info: Any) -> bool:
+    """Whether the database numbers a row inserted without this key column (max(id) + 1 or a
+    sequence of its own), as opposed to a DEFAULT such as ``idfields.next_snowflake()``."""
+    if connection.vendor == "sqlite":  # only a key declared exactly INTEGER is the rowid
         return str(info.type_code).lower() == "integer"
     kind = connection.introspection.get_field_type(info.type_code, info)
-    return kind in {"AutoField", "BigAutoField", "SmallAutoField"}
+    return kind in _NUMBERING
 
 
-def repair(alias: str, model: type[Model]) -> None:
-    """Make ``model``'s key column BigAutoField's (identity / AUTO_INCREMENT / rowid), rows kept.
+def repair(alias: str, mismatch: Mismatch) -> None:
+    """Give the key column the shape ``migrate`` gives it, rows kept.
 
-    The column stays bigint: it may hold 64-bit values already, and it is what ``migrate``
-    makes for the same table today.
+    BigAutoField's column where Django inserts without an id; a plain bigint where our field
+    issues the IDs (a 32-bit column is widened on the way). Both stay bigint: the column may
+    hold 64-bit values already.
     """
-    pk = _pk(model)
-    old: Field[Any, Any] = BigIntegerField(primary_key=True)
-    new: Field[Any, Any] = BigAutoField(primary_key=True)
+    model, pk = mismatch.model, _pk(mismatch.model)
+    old: Field[Any, Any] = getattr(db_models, mismatch.kind)(primary_key=True)
+    new: Field[Any, Any] = (BigAutoField if mismatch.by_database else BigIntegerField)(
+        primary_key=True
+    )
     for field in (old, new):
         field.set_attributes_from_name(pk.name)
         field.column = pk.column
@@ -103,23 +129,40 @@ def check_link_keys(
     databases: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> list[CheckMessage]:
-    """E050 for each table of ``databases`` whose key Django leaves to a database that does not
-    fill it."""
+    """E050 / E051 for each table of ``databases`` whose key column is at odds with who numbers
+    its rows."""
     models = (
         None
         if app_configs is None
         else [m for c in app_configs for m in c.get_models(include_auto_created=True)]
     )
     return [
-        Error(
-            f"table {model._meta.db_table} in database {alias!r} has a key column the database "
-            f"does not fill, but {model._meta.label} inserts its rows without an id "
-            f"({type(model._meta.pk).__name__}): each insert fails or writes nothing.",
-            hint=f"Run 'python manage.py idfields_repair_keys --database {alias}': it gives the "
-            "column an identity (AUTO_INCREMENT, SQLite's rowid) and keeps every row.",
-            obj=f"{alias}:{model._meta.db_table}",
+        _message(alias, mismatch)
+        for alias in databases or ()
+        for mismatch in mismatched(alias, models)
+    ]
+
+
+def _message(alias: str, mismatch: Mismatch) -> CheckMessage:
+    opts = mismatch.model._meta
+    table, key = opts.db_table, type(opts.pk).__name__
+    repair_it = f"Run 'python manage.py idfields_repair_keys --database {alias}': it "
+    if mismatch.by_database:
+        return Error(
+            f"table {table} in database {alias!r} has a key column the database does not "
+            f"fill, but {opts.label} inserts its rows without an id ({key}): each insert "
+            "fails or writes nothing.",
+            hint=repair_it + "gives the column an identity (AUTO_INCREMENT, SQLite's rowid) "
+            "and keeps every row.",
+            obj=f"{alias}:{table}",
             id="idfields.E050",
         )
-        for alias in databases or ()
-        for model in unfilled(alias, models)
-    ]
+    return Error(
+        f"table {table} in database {alias!r} has a key column the database numbers itself "
+        f"({mismatch.kind}), but {opts.label} issues its IDs ({key}): a row inserted without "
+        "an id takes max(id) + 1, the next ID issued within the same millisecond, so that "
+        "INSERT fails, or a ManyToMany add() drops its row without a word.",
+        hint=repair_it + "makes the column a plain bigint and keeps every row.",
+        obj=f"{alias}:{table}",
+        id="idfields.E051",
+    )
