@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -82,16 +83,22 @@ _TABLES = (
 
 
 @pytest.fixture
-def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[ConvApp]:
+def convapp(
+    request: pytest.FixtureRequest, django_db_blocker: Any, tmp_path: Path
+) -> Iterator[ConvApp]:
     """Parametrized with (vendor, migrations module): ``convapp`` installed, its tables dropped
-    after. Its own alias on the session's scratch database; node 7 for the app-side IDs."""
+    after. Its own alias on the session's scratch database (SQLite: a file of the test's own);
+    node 7 for the app-side IDs."""
     from django.db import connections
     from django.test import override_settings
 
     vendor, migrations = request.param
-    url = request.getfixturevalue("postgres_url" if vendor == "postgresql" else "mysql_url")
     alias = f"convert_{vendor}"
-    config = DbUrl.parse(url).django_databases()["default"]
+    if vendor == "sqlite":
+        config = {"ENGINE": "django.db.backends.sqlite3", "NAME": str(tmp_path / "conv.sqlite3")}
+    else:
+        url = request.getfixturevalue("postgres_url" if vendor == "postgresql" else "mysql_url")
+        config = DbUrl.parse(url).django_databases()["default"]
     connections.settings[alias] = connections.configure_settings({"default": {}, alias: config})[
         alias
     ]
@@ -109,20 +116,24 @@ def convapp(request: pytest.FixtureRequest, django_db_blocker: Any) -> Iterator[
         try:
             yield app
         finally:
-            drop = ", ".join(app.connection.ops.quote_name(table) for table in _TABLES)
-            with app.connection.cursor() as cursor:
-                if vendor == "mysql":
-                    cursor.execute("SET foreign_key_checks = 0")
-                cursor.execute(f"DROP TABLE IF EXISTS {drop}")
-                if vendor == "mysql":
-                    cursor.execute("SET foreign_key_checks = 1")
-                cursor.execute(
-                    "DELETE FROM django_migrations "
-                    "WHERE app IN ('convapp', 'gfkapp', 'contenttypes')"
-                )
+            if vendor != "sqlite":  # the file goes with tmp_path
+                drop_tables(app, vendor)
             app.connection.close()
             del connections[alias]
             del connections.settings[alias]
+
+
+def drop_tables(app: ConvApp, vendor: str) -> None:
+    drop = ", ".join(app.connection.ops.quote_name(table) for table in _TABLES)
+    with app.connection.cursor() as cursor:
+        if vendor == "mysql":
+            cursor.execute("SET foreign_key_checks = 0")
+        cursor.execute(f"DROP TABLE IF EXISTS {drop}")
+        if vendor == "mysql":
+            cursor.execute("SET foreign_key_checks = 1")
+        cursor.execute(
+            "DELETE FROM django_migrations WHERE app IN ('convapp', 'gfkapp', 'contenttypes')"
+        )
 
 
 def django_settings() -> Any:

@@ -1,4 +1,5 @@
-"""ConvertToKSortedId through Django's migration executor and sqlmigrate, Postgres and MariaDB."""
+"""ConvertToKSortedId through Django's migration executor and sqlmigrate, Postgres and MariaDB;
+on SQLite, Django's own table rebuild."""
 
 from __future__ import annotations
 
@@ -114,3 +115,31 @@ def test_convert_forwards_and_back(convapp: ConvApp) -> None:
     assert restore[app.connection.vendor] in app.sqlmigrate("0002_convert", backwards=True)
     app.migrate(None)
     assert column_types(app) == {}
+
+
+@pytest.mark.parametrize("convapp", [("sqlite", "migrations")], indirect=True)
+def test_convert_on_sqlite_leaves_no_rowid_to_number_rows(convapp: ConvApp) -> None:
+    """The INTEGER PRIMARY KEY is SQLite's rowid, which would give a row inserted without an id
+    max(id) + 1, the next ID issued: the key becomes a plain bigint, rows and links kept."""
+    app = convapp
+    app.migrate("0001_initial")
+    before = populate(app)
+
+    app.migrate("0002_convert")
+    assert snapshot(app) == before
+    declared = dict(app.sql("SELECT name, lower(type) FROM pragma_table_info('convapp_parent')"))
+    assert declared["id"] == "bigint"
+    assert app.sql("PRAGMA foreign_key_check") == []
+    refused = re.escape("NOT NULL constraint failed: convapp_parent.id")
+    with pytest.raises(IntegrityError, match=refused), transaction.atomic(using=app.alias):
+        app.sql("INSERT INTO convapp_parent (name) VALUES ('raw')")
+    parent = app.models("0002_convert")("Parent").objects.using(app.alias).create(name="new")
+    assert parent.pk > 2**40
+
+    app.migrate("0001_initial")
+    declared = dict(app.sql("SELECT name, lower(type) FROM pragma_table_info('convapp_parent')"))
+    assert declared["id"] == "integer"  # the rowid again, every row kept
+    assert [row[0] for row in app.sql("SELECT id FROM convapp_parent ORDER BY id")] == [
+        *(row[0] for row in before["parent"]),
+        parent.pk,
+    ]
