@@ -7,8 +7,9 @@ from :mod:`idfields.migrations.convert`, read from the live catalog, and every s
 through ``schema_editor.execute``, so ``sqlmigrate`` prints exactly what runs, each statement
 headed by the lock it takes and whether it rewrites the table (before the table exists there is
 no catalog to read: sqlmigrate then prints a comment saying so). Backwards restores
-AUTO_INCREMENT with its sequence past max(id). On SQLite an INTEGER PRIMARY KEY already holds
-64-bit IDs: only the model state changes.
+AUTO_INCREMENT with its sequence past max(id). On SQLite, Django's own table rebuild (as
+AlterField's) makes the key a plain bigint, every row kept: an INTEGER PRIMARY KEY is the rowid,
+which would number a row inserted without an id max(id) + 1, the next ID issued.
 """
 
 from __future__ import annotations
@@ -215,6 +216,50 @@ class ConvertToKSortedId(KeyOperation):
             raise InvalidArgument(f"{app_label}.{self.model_name} has no primary key to convert")
         name, old = found
         state.alter_field(app_label, self.model_name.lower(), name, self._new_field(old), True)
+
+    def database_forwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        if schema_editor.connection.vendor == "sqlite":
+            self._rebuild(app_label, schema_editor, from_state, to_state)
+        else:
+            super().database_forwards(app_label, schema_editor, from_state, to_state)
+
+    def database_backwards(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        if schema_editor.connection.vendor == "sqlite":
+            self._rebuild(app_label, schema_editor, from_state, to_state)
+        else:
+            super().database_backwards(app_label, schema_editor, from_state, to_state)
+
+    def _rebuild(
+        self,
+        app_label: str,
+        schema_editor: BaseDatabaseSchemaEditor,
+        from_state: ProjectState,
+        to_state: ProjectState,
+    ) -> None:
+        """SQLite: the key from ``from_state``'s field to ``to_state``'s, as AlterField does it
+        (a copy of the table and of the tables referencing it, rows kept)."""
+        to_model = to_state.apps.get_model(app_label, self.model_name)
+        if not self.allow_migrate_model(schema_editor.connection.alias, to_model):
+            return
+        if self.generation != "app":
+            raise InvalidArgument(
+                f"ConvertToKSortedId({self.model_name!r}, generation={self.generation!r}) needs "
+                "PostgreSQL (idfields.next_* functions); on SQLite use generation='app'"
+            )
+        from_model = from_state.apps.get_model(app_label, self.model_name)
+        schema_editor.alter_field(from_model, from_model._meta.pk, to_model._meta.pk)
 
     def forwards_steps(self, key: convert.KeyInfo, target: convert.Target) -> list[convert.Step]:
         return [convert.Step("convert", convert.forwards(key, target))]
