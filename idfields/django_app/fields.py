@@ -75,14 +75,13 @@ MIGRATION_LOG_MODULE = "django.db.migrations.recorder"
 def _keyed_by_django_at_run_time(model: type[Model]) -> bool:
     """Whether ``model``'s table is, at run time, a link table keyed by Django's own auto field.
 
-    Asked of the models that migrations build: the migration state has no AppConfig, so its
-    auto-created link models take ``DEFAULT_AUTO_FIELD``, while at run time the app's
-    ``default_auto_field`` keys them (contrib.auth pins ``AutoField``) and Django inserts their
-    rows without an id. Found in the global registry by table, as a schema editor's copy of a
-    model (SQLite's table rebuild) keeps its table and app, not its ``auto_created``.
+    Asked of the link models of the migration state: it has no AppConfig, so they take
+    ``DEFAULT_AUTO_FIELD``, while at run time the app's ``default_auto_field`` keys them
+    (contrib.auth pins ``AutoField``) and Django inserts their rows without an id. The run-time
+    twin is the global registry's link model of the same table.
     """
     opts = model._meta
-    if opts.apps is apps or not apps.ready:
+    if opts.apps is apps or not opts.auto_created or not apps.ready:
         return False  # a run-time model (or one made before any is known): its key is ours
     try:
         config = apps.get_app_config(opts.app_label)
@@ -277,8 +276,9 @@ class KSortedFieldMixin:
         return value
 
     def get_db_prep_save(self, value: Any, connection: BaseDatabaseWrapper) -> Any:
-        # An int is already what every backend binds, bar 0: AUTO_INCREMENT takes it as "number
-        # this row", which the auto fields' validate_autopk_value refuses on MariaDB/MySQL.
+        # An int is already what every backend binds, bar 0, which the auto fields'
+        # validate_autopk_value refuses on MariaDB/MySQL as BigAutoField's does (AUTO_INCREMENT
+        # takes 0 as "number this row").
         if type(value) is int and value != 0:
             return value
         return super().get_db_prep_save(value, connection)  # type: ignore[misc]

@@ -426,7 +426,7 @@ def test_the_bulk_create_wrapper_passes_djangos_parameters_in_djangos_order() ->
 
 def test_a_zero_key_is_refused_where_auto_increment_would_number_it(alias: str) -> None:
     """MariaDB/MySQL's AUTO_INCREMENT takes 0 as "number this row": BigAutoField refuses it
-    before the INSERT, and so must we (the row would get the counter's value, not ours)."""
+    before the INSERT, and so do we, whatever the column (Django's own suite expects it)."""
     from django.db import transaction
 
     if connections[alias].vendor == "mysql":
