@@ -48,7 +48,7 @@ class Mismatch(NamedTuple):
     kind: str  # Django's field name for the column as it is (introspected)
 
 
-def numbered_by(models: Iterable[type[Model]], alias: str) -> Iterator[tuple[type[Model], bool]]:
+def _numbered_by(models: Iterable[type[Model]], alias: str) -> Iterator[tuple[type[Model], bool]]:
     """``(model, by_database)`` for each auto-created link table of ``alias`` keyed by Django's
     auto field or ours.
 
@@ -75,7 +75,7 @@ def mismatched(alias: str, models: Iterable[type[Model]] | None = None) -> list[
     found = []
     with connection.cursor() as cursor:
         tables = set(introspection.table_names(cursor))
-        for model, by_database in numbered_by(models, alias):
+        for model, by_database in _numbered_by(models, alias):
             table = model._meta.db_table
             if table not in tables:
                 continue
@@ -84,7 +84,9 @@ def mismatched(alias: str, models: Iterable[type[Model]] | None = None) -> list[
                 if info.name != column:
                     continue
                 numbers = _numbers_rows(connection, info)
-                if not (numbers or info.default is not None) if by_database else numbers:
+                fills = numbers or info.default is not None
+                # Django's rows need a column that fills itself; ours, one that never numbers.
+                if not fills if by_database else numbers:
                     kind = introspection.get_field_type(info.type_code, info)
                     found.append(Mismatch(model, by_database, kind))
     return found
