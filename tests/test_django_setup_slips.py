@@ -13,6 +13,7 @@ the same role migrates and the project makes its IDs in Python.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import subprocess
@@ -121,6 +122,38 @@ def test_an_unmigrated_idfields_app_is_told_to_migrate_it(
     assert manage(tmp_path, "migrate", "idfields").returncode == 0
     again = manage(tmp_path, "shell", "-c", CREATE)
     assert again.returncode == 0 and int(again.stdout.split()[-1]) > 2**40, again.stderr
+
+
+# A data migration that makes rows keyed by our IDs, in the project's first ``migrate``: the
+# idfields tables appear during that very run, inside no transaction the lease could wait for.
+DATA_MIGRATION = """\
+from django.db import migrations
+
+
+def forwards(apps, schema_editor):
+    Order = apps.get_model("shop", "Order")
+    for note in ("a", "b", "c"):
+        Order.objects.create(note=note)
+
+
+class Migration(migrations.Migration):
+    dependencies = [("shop", "0001_initial")]
+    operations = [migrations.RunPython(forwards)]
+"""
+COUNT = "from shop.models import Order; print(sorted(Order.objects.values_list('pk', flat=True)))"
+
+
+def test_a_data_migration_issues_ids_in_the_first_migrate(
+    tmp_path: Path, database: dict[str, object]
+) -> None:
+    make_project(tmp_path, database, ["idfields.django_app", "shop"])
+    steps(tmp_path, ("makemigrations", "shop"))
+    (tmp_path / "shop" / "migrations" / "0002_rows.py").write_text(DATA_MIGRATION)
+    steps(tmp_path, ("migrate",))
+    listed = manage(tmp_path, "shell", "-c", COUNT)
+    assert listed.returncode == 0, listed.stderr
+    ids = json.loads(listed.stdout.strip().splitlines()[-1])
+    assert len(set(ids)) == 3 and min(ids) > 2**40, ids
 
 
 def test_a_decimalid_project_without_a_launch_fails_check(

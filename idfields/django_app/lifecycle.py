@@ -12,7 +12,8 @@
   generators of the layouts in use claim their nodes, or renew them when due, right then,
   before any transaction. With ``ATOMIC_REQUESTS`` every ID is made inside a transaction, and
   the connection each request opens (``CONN_MAX_AGE = 0``, the default) is what keeps the
-  leases renewed.
+  leases renewed. A project's first ``migrate`` makes the lease tables midway, so the idfields
+  migration claims once it commits, before the data migrations that follow it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 from typing import Any
 
 from django.apps import AppConfig
-from django.db import connections
+from django.db import connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 from django.db.models.signals import post_migrate
@@ -58,6 +59,16 @@ def on_connection(*, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
 def after_migrate(*, using: str, **kwargs: Any) -> None:
     """A test database's first connection opened before ``migrate`` made the lease tables."""
     claim_sqlite_leases(connection=connections[using])
+
+
+def claim_once_committed(apps: Any, schema_editor: Any) -> None:
+    """The idfields migration's last step: its tables exist once it commits, so the leases are
+    claimed then, outside any transaction, for the data migrations later in the same run (inside
+    theirs, SQLite could not write a lease)."""
+    connection = schema_editor.connection
+    transaction.on_commit(
+        lambda: claim_sqlite_leases(connection=connection), using=connection.alias
+    )
 
 
 def claim_sqlite_leases(*, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:

@@ -5,6 +5,7 @@ these tables: InstallIdFunctions finds their schema on the connection's search_p
 
 from django.db import migrations, models
 
+from idfields.django_app.lifecycle import claim_once_committed
 from idfields.migrations.django import InstallIdFunctions
 
 
@@ -55,4 +56,5 @@ class Migration(migrations.Migration):
             },
         ),
         InstallIdFunctions(version="0001"),
+        migrations.RunPython(claim_once_committed, migrations.RunPython.noop, elidable=True),
     ]
