@@ -179,11 +179,27 @@ def waiting_for_a_lock(admin: psycopg.Connection, database: str) -> bool:
     return row is not None and row[0] > 0
 
 
+def hold_elsewhere(url: DbUrl, nodes: range) -> None:
+    """Live leases of ``nodes`` held by an app process on another host (alive: L3), so a claim
+    can only take a node outside them."""
+    with connect(url) as conn:
+        conn.execute(
+            "INSERT INTO idfields_node_lease (layout, node, holder, acquired_at_ms, "
+            "expires_at_ms) SELECT 'snowflake', n, 'elsewhere:4242:0:0:' || n, "
+            "idfields.clock_ms(), idfields.clock_ms() + 3600000 "
+            "FROM generate_series(%s::integer, %s::integer) AS n",
+            [nodes.start, nodes.stop - 1],
+        )
+
+
 @pytest.mark.parametrize("claimer", ["backend", "app"])
 def test_a_claim_racing_a_narrowing_is_undone(empty_database: DbUrl, claimer: str) -> None:
     """The claim reads the old range, then waits for the table the narrowing migration has
-    locked; once that commits, the claim sees the new range and never keeps a node outside."""
+    locked; once that commits, the claim sees the new range and never keeps a node outside.
+    The nodes of the new range are held, so the claim's node is outside it whichever it picks
+    (free, an app claim picks at random: 24 of 1,024 nodes lie inside)."""
     install(empty_database, None)
+    hold_elsewhere(empty_database, range(1000, 1024))
     outcome: list[object] = []
 
     def claim(_: int) -> None:
@@ -209,14 +225,17 @@ def test_a_claim_racing_a_narrowing_is_undone(empty_database: DbUrl, claimer: st
         migration.execute(sql.load(sql.VERSION, nodes=range(1000, 1024)).encode())  # uncommitted
         thread = threading.Thread(target=claim, args=(0,))
         thread.start()
-        while not waiting_for_a_lock(admin, empty_database.database or ""):
-            time.sleep(0.05)
+        waited = False
+        while thread.is_alive() and not waited:  # polling, not a timed assertion
+            waited = waiting_for_a_lock(admin, empty_database.database or "")
+            time.sleep(0.01)
         migration.commit()
         thread.join()
         live = admin.execute(
             "SELECT node FROM idfields_node_lease WHERE holder <> '' "
-            "AND expires_at_ms >= idfields.clock_ms()"
+            "AND holder NOT LIKE 'elsewhere:%%' AND expires_at_ms >= idfields.clock_ms()"
         ).fetchall()
+    assert waited, f"the claim ended without waiting for the migration's lock: {outcome}"
     (result,) = outcome
     expected = "node range changed while" if claimer == "backend" else "left this database's"
     assert isinstance(result, Exception) and expected in str(result)
