@@ -13,10 +13,11 @@ FAST := not ($(NEEDS_SERVERS))
 NO_SERVERS := IDFIELDS_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:9/none \
 	IDFIELDS_TEST_MYSQL_URL=mysql://nobody@127.0.0.1:9/none IDFIELDS_TEST_REDIS_URL= \
 	IDFIELDS_REQUIRE_POSTGRES=1 IDFIELDS_REQUIRE_MYSQL=1
-# pytest-xdist workers, one per core (two per core starves the timing-bound tests). The tests
-# of one group (xdist_group marker: a shared cache, builds in the checkout) run on one worker.
+# pytest-xdist workers, one per core, handed one test at a time: the slow tests come first
+# (tests/conftest.py), so the workers finish together. What workers share (make dist, venvs)
+# is made once under a file lock (tests/shared.py), whichever worker runs the test.
 JOBS ?= $(shell nproc)
-PARALLEL ?= -n $(JOBS) --dist loadgroup
+PARALLEL ?= -n $(JOBS) --dist load --maxschedchunk 1
 
 .PHONY: test check docs demo dist bench bench-quick bench-docs
 

@@ -145,6 +145,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(marker)
 
 
+# After pytest-randomly's shuffle and pytest-django's order, which it keeps within each part.
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")
+def pytest_collection_modifyitems_slow_first(items: list[pytest.Item]) -> None:
+    """The slow tests first, then the rest: pytest-xdist hands out tests one at a time
+    (``--maxschedchunk 1``), so the workers start on the long ones and end together on short
+    ones, instead of one worker running the suite's longest test while the other idles."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]

@@ -10,19 +10,17 @@ from their SQLite twin by the URL alone.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import readme_blocks
+import shared
 from readme_blocks import ReadmeError, Section, environment, install_line, run_section
 
-# One build at a time writes build/ in the checkout (the group of tests/test_packaging.py).
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("checkout")]
+pytestmark = pytest.mark.slow
 
 
 def _fresh_runs() -> list[object]:
@@ -44,41 +42,18 @@ def _fresh_runs() -> list[object]:
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
-    # Built from a copy: other tests' builds write build/ and *.egg-info in the checkout.
-    source = tmp_path_factory.mktemp("source") / "idfields"
-    shutil.copytree(
-        readme_blocks.ROOT,
-        source,
-        ignore=shutil.ignore_patterns(".git", ".venv*", "build", "dist", "site", "*.egg-info"),
-    )
-    subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out)],
-        cwd=source,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    (built,) = out.glob("*.whl")
-    return built
+    """The wheel of ``make dist`` (shared with tests/test_packaging.py)."""
+    return shared.dist(tmp_path_factory)[1]
 
 
-_VENVS: dict[tuple[str, ...], Path] = {}
-
-
-def _venv(packages: tuple[str, ...], wheel: Path, where: Path) -> Path:
+def _venv(packages: tuple[str, ...], wheel: Path, factory: pytest.TempPathFactory) -> Path:
     """A venv with ``packages`` installed, ``idfields`` taken from this checkout's wheel; one
-    per distinct install line."""
-    if packages not in _VENVS:
-        subprocess.run([sys.executable, "-m", "venv", str(where)], check=True, timeout=300)
-        python = where / "bin" / "python"
-        wanted = [re.sub(r"^(idfields|\.)(?=\[|$)", str(wheel), p) for p in packages]
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        subprocess.run(
-            [python, "-m", "pip", "install", "-q", *wanted], check=True, env=env, timeout=900
-        )
-        _VENVS[packages] = python
-    return _VENVS[packages]
+    per distinct install line in the session, whichever worker asks first."""
+    wanted = [re.sub(r"^(idfields|\.)(?=\[|$)", str(wheel), p) for p in packages]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    key = hashlib.sha256("\n".join(packages).encode()).hexdigest()[:12]
+    made = shared.made_once(factory, f"venv-{key}", lambda where: shared.venv(where, wanted, env))
+    return made / "bin" / "python"
 
 
 @pytest.mark.parametrize(("section", "db", "packages"), _fresh_runs())
@@ -90,7 +65,7 @@ def test_page_section_in_a_fresh_project(
     tmp_path_factory: pytest.TempPathFactory,
     tmp_path: Path,
 ) -> None:
-    python = _venv(packages, wheel, tmp_path_factory.mktemp("venv"))
+    python = _venv(packages, wheel, tmp_path_factory)
     url = f"sqlite:///{tmp_path / 'db.sqlite3'}" if db else None
     env = environment(db, url, url, python=str(python), checkout=False)
     failure = None

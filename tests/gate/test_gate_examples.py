@@ -15,8 +15,7 @@ import databases
 import pytest
 from gate_examples import EXAMPLES, Example
 
-# One worker: the session fixture downloads and extracts the sdists into one cache.
-pytestmark = [pytest.mark.gate, pytest.mark.xdist_group("sdists")]
+pytestmark = pytest.mark.gate
 HERE = Path(__file__).resolve().parent
 BACKENDS = ["sqlite", "postgresql", "mysql"]
 
