@@ -1,8 +1,8 @@
 """What the pytest-xdist workers of one session make once and share: the release files of
 ``make dist``, the venvs of the fresh-project runs. Each worker runs its session fixtures on its
-own, and the scheduler may hand any test to any worker (``xdist_group`` is no guarantee: with
-pytest 9.2 pytest-xdist's loadgroup no longer groups), so the first worker to ask makes the thing
-under a file lock in the session's shared temporary folder and the others wait for it."""
+own, and the scheduler may hand any test to any worker (``xdist_group`` does not group under
+pytest 9.2: pytest-xdist#1386), so the first worker to ask makes the thing under a file lock in
+the session's shared temporary folder and the others wait for it."""
 
 from __future__ import annotations
 
