@@ -186,6 +186,21 @@ def app_role(connect: Connect, db_kwargs: dict[str, object]) -> Iterator[str]:
     drop_role(admin, role)
 
 
+def terminate(admin: psycopg.Connection[Any], pid: int) -> None:
+    """End backend ``pid`` and return once nothing of it is left that a claim reads: its row in
+    pg_stat_activity (a holder proven dead) and its locks (a node free). Polled here, as
+    ``pg_terminate_backend``'s own wait (its timeout argument) sleeps in steps of 100 ms."""
+    assert admin.execute("SELECT pg_terminate_backend(%s)", [pid]).fetchone() == (True,)
+    deadline = time.monotonic() + 30
+    while admin.execute(
+        "SELECT EXISTS (SELECT FROM pg_stat_activity WHERE pid = %(pid)s) "
+        "OR EXISTS (SELECT FROM pg_locks WHERE pid = %(pid)s)",
+        {"pid": pid},
+    ).fetchone() != (False,):
+        assert time.monotonic() < deadline, f"backend {pid} is still there 30 s after its end"
+        time.sleep(0.001)  # polling, not a timed assertion
+
+
 def drop_role(admin: psycopg.Connection[Any], role: str) -> None:
     admin.execute(
         "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", [role]

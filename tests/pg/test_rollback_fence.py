@@ -20,7 +20,7 @@ from idfields import make_generator
 from idfields.coordination import LeaseSource
 from idfields.coordination._leases import _fence_sequence
 from idfields.layouts import SNOWFLAKE_EPOCH, Layout
-from tests.pg.conftest import Connect
+from tests.pg.conftest import Connect, terminate
 
 Ranges = list[tuple[int, int]]
 EPOCH_MS = int(SNOWFLAKE_EPOCH.timestamp() * 1000)
@@ -67,10 +67,7 @@ def ids_at(conn: psycopg.Connection[Any], layout: Layout, tick: int, count: int 
 
 def end_backend(admin: psycopg.Connection[Any], conn: psycopg.Connection[Any]) -> None:
     """Terminate ``conn``'s backend and wait until it is gone (its advisory locks with it)."""
-    gone = admin.execute(
-        "SELECT pg_terminate_backend(%s, 10000)", [conn.info.backend_pid]
-    ).fetchone()
-    assert gone == (True,)
+    terminate(admin, conn.info.backend_pid)
 
 
 def claimed_elsewhere(

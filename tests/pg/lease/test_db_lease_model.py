@@ -25,7 +25,7 @@ from idfields import ClockMovedBackwards, NodeError, make_generator
 from idfields.coordination import LeaseSource
 from idfields.coordination._leases import _fence_sequence
 from idfields.layouts import SNOWFLAKE_EPOCH, Layout
-from tests.pg.conftest import Connect
+from tests.pg.conftest import Connect, terminate
 
 EPOCH_MS = int(SNOWFLAKE_EPOCH.timestamp() * 1000)
 # What a backend may answer instead of IDs: no free node (another holder has it, or its fence
@@ -137,9 +137,7 @@ class DatabaseLeases(RuleBasedStateMachine):
     def terminated(self, index: int) -> None:
         """The backend ends (pg_terminate_backend, a crash of its client): a new one replaces
         it; whatever it handed out stays handed out."""
-        pid = self.backends[index].info.backend_pid
-        gone = self.admin.execute("SELECT pg_terminate_backend(%s, 10000)", [pid]).fetchone()
-        assert gone == (True,)
+        terminate(self.admin, self.backends[index].info.backend_pid)
         self.backends[index].close()
         self.backends[index] = self._backend()
         self.in_transaction[index] = False
