@@ -243,12 +243,18 @@ def test_a_traceid_backend_stepped_back_past_its_window_repeats_no_id(
     tick. It holds its node's advisory lock and its own row covers the node's fence, so the
     continuation of its position (time_slow_path) takes the clock's tick as it stands, on the
     same node, from the first counter: the IDs of that second again. The CLOCK paragraph of
-    0001.sql says such a step raises 22008 instead of repeating."""
+    0001.sql says such a step raises 22008 instead of repeating. The seconds before the step
+    pass on the clock file, a second at a time, not in real time."""
     with cluster.connect(database) as conn:
         before = ids(conn, "traceid", 50)
+        ahead = 0
         while (before[-1] >> 38) - (before[0] >> 38) <= step_s + 1:
+            ahead += 1
+            cluster.set_clock(ahead)
             before += ids(conn, "traceid", 50)
-        cluster.set_clock(-step_s)
+        # one node throughout, its lease renewed as in real time
+        assert len({NODE["traceid"](one) for one in before}) == 1
+        cluster.set_clock(ahead - step_s)
         after: list[int] = []
         errors: list[psycopg.Error] = []
         for _ in range(40):
