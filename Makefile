@@ -5,6 +5,11 @@ DEMO_ARGS ?= compare --out compare-out
 
 DIST ?= dist
 
+# Python keeps the bytecode it compiles, and pytest its rewritten test modules, between runs:
+# where the environment sets PYTHONDONTWRITEBYTECODE, each pytest worker would rewrite every
+# test module again, and each of the suite's subprocesses recompile what it imports.
+unexport PYTHONDONTWRITEBYTECODE
+
 # The suite in two tiers, by the markers of what a test needs (pyproject.toml; tests/conftest.py
 # marks a test from the fixtures it uses). The fast tier needs no server: `make check` runs it
 # with every server address unreachable, so a test reaching one unmarked fails there.

@@ -70,11 +70,14 @@ def dist(factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def venv(where: Path, packages: Sequence[str], env: dict[str, str] | None = None) -> Path:
     """A new venv at ``where`` holding ``packages`` and what they require, and no pip: this
     interpreter's pip installs into it (``pip --python``), which spares each venv its own
-    copy of pip. Returns its python."""
+    copy of pip. Nothing is compiled at install (most of a package is never imported): run
+    its programs without ``PYTHONDONTWRITEBYTECODE``, so each module compiles once, when a
+    program first imports it. Returns its python."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(where)], check=True)
     python = where / "bin" / "python"
+    pip = [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-compile"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", *packages],
+        [*pip, *packages],
         check=True,
         env=env,
         timeout=900,

@@ -68,6 +68,7 @@ def test_page_section_in_a_fresh_project(
     python = _venv(packages, wheel, tmp_path_factory)
     url = f"sqlite:///{tmp_path / 'db.sqlite3'}" if db else None
     env = environment(db, url, url, python=str(python), checkout=False)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the venv's modules compile once (shared.venv)
     failure = None
     try:
         run_section(section, db, tmp_path, env, python=str(python))
