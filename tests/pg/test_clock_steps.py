@@ -116,10 +116,8 @@ class Cluster:
             ]
         )
 
-    def stop(self) -> None:
-        self._as_postgres(
-            [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-m", "fast", "stop"]
-        )
+    def stop(self, mode: str = "fast") -> None:
+        self._as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-m", mode, "stop"])
 
     def connect(self, dbname: str) -> psycopg.Connection[Any]:
         return psycopg.connect(
@@ -153,7 +151,7 @@ def cluster() -> Iterator[Cluster]:
     try:
         yield made
     finally:
-        made.stop()
+        made.stop("immediate")  # no shutdown checkpoint: the cluster is deleted
         shutil.rmtree(root)
 
 
@@ -310,14 +308,16 @@ def test_an_idle_backend_resuming_inside_its_old_limit_after_a_step_back_repeats
             by_a = ids(a, "snowflake", 100)
             assert {NODE["snowflake"](i) for i in by_a} == {0}
             a.execute("SELECT pg_advisory_unlock_all()")
+            ahead = 0.0  # A idles on the clock file, not in real time
             while setup.execute(
                 "SELECT expires_at_ms >= idfields.clock_ms() FROM idfields_node_lease "
                 "WHERE layout = 'snowflake' AND node = 0"
             ).fetchone() != (False,):
-                time.sleep(0.1)
+                ahead += 0.25
+                cluster.set_clock(ahead)
             by_b = ids(b, "snowflake", 3000)
             assert {NODE["snowflake"](i) for i in by_b} == {0}
-            cluster.set_clock(-((max(by_b) >> 22) - (max(by_a) >> 22) + 1) / 1000)
+            cluster.set_clock(ahead - ((max(by_b) >> 22) - (max(by_a) >> 22) + 1) / 1000)
             resumed = 0
             for conn, mine in ((a, by_a), (b, by_b), (a, by_a), (b, by_b)):
                 try:
@@ -335,19 +335,30 @@ def test_an_idle_backend_resuming_inside_its_old_limit_after_a_step_back_repeats
 def test_traceid_backends_across_the_2_pow_25_s_wrap_repeat_no_id(
     cluster: Cluster, database: str
 ) -> None:
-    """The clock set 3 s before a wrap of traceid's 25-bit seconds (unix 54 * 2^25 s): two
-    backends issue into the seconds after it, each going down once, at the wrap."""
+    """The clock set 3 s before a wrap of traceid's 25-bit seconds (unix 54 * 2^25 s), running
+    five times as fast: two backends issue into the seconds after it, each going down once, at
+    the wrap."""
     wrap = 54 << 25
-    start = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(wrap - 3))
-    cluster.clock.write_text(f"@{start}\n")
+    offset = wrap - 3 - time.time()
+    cluster.set_clock(offset)
     issued: dict[int, list[int]] = {0: [], 1: []}
 
+    def past_the_wrap(index: int) -> bool:  # in second 2 after it, or later
+        return bool(issued[index]) and 2 <= issued[index][-1] >> 38 < 1000
+
     def work(index: int) -> None:
+        if index == 2:  # the clock: 0.5 s on for every 0.1 s of real time
+            ahead = offset
+            while not (past_the_wrap(0) and past_the_wrap(1)):
+                time.sleep(0.1)
+                ahead += 0.4
+                cluster.set_clock(ahead)
+            return
         with cluster.connect(database) as conn:
-            while not issued[index] or issued[index][-1] >> 38 != 2:
+            while not past_the_wrap(index):
                 issued[index] += ids(conn, "traceid", 50)
 
-    run_in_threads(work, 2)
+    run_in_threads(work, 3)
     every = issued[0] + issued[1]
     assert len(set(every)) == len(every)
     for mine in issued.values():
