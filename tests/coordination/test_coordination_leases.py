@@ -118,12 +118,12 @@ def test_processes_starting_at_once_get_distinct_nodes(
 
 @pytest.mark.slow
 def test_restart_churn_never_exhausts_the_node_space(db: DbApiDatabase, unique: str) -> None:
-    """2,000 short lives on 2 nodes, about 1,000 on each: a clean exit frees its node, and the
+    """1,250 short lives on 2 nodes, about 625 on each: a clean exit frees its node, and the
     fence it leaves (what it issued) never creeps ahead of the clock, or the space runs out."""
     layout = lease_layout(f"churn_{unique}", node_bits=1)
     seen: set[int] = set()
     issued: list[int] = []
-    for _ in range(2_000):
+    for _ in range(1_250):
         generator = make_generator(layout, LeaseSource(db))
         issued.append(generator())
         seen.add(generator.node["node"])  # type: ignore[index]
