@@ -150,8 +150,14 @@ def test_a_module_level_generator_in_a_fork_pool_never_repeats() -> None:
     global _POOL_GENERATOR
     _POOL_GENERATOR = make_generator("snowflake", node=fresh_node())
     try:
-        with multiprocessing.get_context("fork").Pool(4) as pool:
+        # close() and join(), not the with-block's terminate(): a SIGTERM handler another test
+        # installed can meet a worker about to block, which then never exits and join() hangs.
+        pool = multiprocessing.get_context("fork").Pool(4)
+        try:
             results = pool.map(_pool_take, [50_000] * 4, chunksize=1)
+        finally:
+            pool.close()
+            pool.join()
         ids = [value for result in results if isinstance(result, list) for value in result]
         duplicates = len(ids) - len(set(ids))
         assert duplicates == 0, f"{duplicates:,} duplicates of {len(ids):,}"
