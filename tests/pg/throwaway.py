@@ -1,6 +1,6 @@
 """A PostgreSQL 15 cluster of a test's own, run as the postgres OS user on a free port: what
-the shared server cannot be made to do (crash, restore, promote). Tests using it are skipped
-where PostgreSQL 15's initdb, setpriv or root is missing."""
+the shared server cannot be made to do (crash, restore a disk snapshot, promote a standby).
+Tests using it are skipped where PostgreSQL 15's initdb, setpriv or root is missing."""
 
 from __future__ import annotations
 
@@ -83,6 +83,53 @@ class Cluster:
     def stop(self, mode: str = "fast") -> None:
         """``immediate`` is a crash: no checkpoint, no flush of what is not on disk yet."""
         self.run(["pg_ctl", "-D", str(self.data), "-w", "-m", mode, "stop"])
+
+    def crash(self) -> None:
+        """``pg_ctl stop -m immediate``, then a start: crash recovery replays what is on disk."""
+        self.stop("immediate")
+        self.start()
+
+    def snapshot(self, name: str) -> Path:
+        """A disk snapshot of the data directory, as a volume snapshot takes it: of a stopped
+        server (``pg_ctl stop -m fast``; it starts again at once), so it comes back without
+        crash recovery, with the same system identifier, timeline and database OIDs."""
+        copy = self.root / f"{self.data.name}.{name}"
+        self.stop()
+        self.as_postgres(["cp", "-a", str(self.data), str(copy)])
+        self.start()
+        return copy
+
+    def restore(self, snapshot: Path) -> None:
+        """The server stopped (a crash), its data directory replaced by ``snapshot``, started:
+        every commit since the snapshot is gone."""
+        self.stop("immediate")
+        self.as_postgres(["rm", "-rf", str(self.data)])
+        self.as_postgres(["cp", "-a", str(snapshot), str(self.data)])
+        self.start()
+
+    def standby(self, name: str) -> Cluster:
+        """A streaming hot standby of this cluster (``pg_basebackup -R``), not started."""
+        replica = Cluster(self.root, name, self.settings)
+        self.run(
+            [
+                *("pg_basebackup", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres"),
+                *("-D", str(replica.data), "-R", "-X", "stream", "-c", "fast"),
+            ]
+        )
+        return replica
+
+    def promote(self) -> None:
+        self.run(["pg_ctl", "-D", str(self.data), "-w", "promote"])
+
+    def as_postgres(self, args: list[str]) -> None:
+        """A program on PATH, as user postgres."""
+        subprocess.run(
+            [*AS_POSTGRES, *args],
+            check=True,
+            capture_output=True,
+            cwd=self.root,
+            env={"PATH": "/usr/bin:/bin"},
+        )
 
     def url(self, dbname: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
