@@ -35,7 +35,7 @@ class DbApiDatabase:
     def _connection(self) -> Any:
         # A forked child never uses its parent's socket; a connection the server dropped (a
         # restart, a failover) is opened again, as a pool or Django's next request does.
-        if self._pid != os.getpid() or getattr(self._conn, "broken", False):
+        if self._pid != os.getpid() or getattr(self._conn, "closed", False):
             self._conn = _CONNECT[self.vendor](self.target)
             self._pid = os.getpid()
         return self._conn

@@ -66,18 +66,24 @@ def record_launch(database: Database, label: str) -> int:
     check_length("launch label", label, 100)
     _ensure_counter(database, LAUNCH_COUNTER)
     with durable(database):
-        counted = _increment(database, LAUNCH_COUNTER)
-        top = database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0]
-        launch = max(counted, int(top or 0) + 1)
-        if launch > MAX_LAUNCH_ID:
-            raise LayoutExhausted(
-                f"all {MAX_LAUNCH_ID:,} launch ids are used, so no DecimalId generator can start; "
-                "move DecimalId columns to a new layout (or a time-based one)"
-            )
-        if launch != counted:
-            _set(database, LAUNCH_COUNTER, launch)
-        mysql = vendor_of(database) == "mysql"
-        database.execute(_INSERT_LAUNCH_MYSQL if mysql else _INSERT_LAUNCH, [launch, label])
+        return record_launch_here(database, label)
+
+
+def record_launch_here(database: Database, label: str) -> int:
+    """:func:`record_launch` inside the caller's transaction, the ``launch`` counter row
+    created beforehand."""
+    counted = _increment(database, LAUNCH_COUNTER)
+    top = database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0]
+    launch = max(counted, int(top or 0) + 1)
+    if launch > MAX_LAUNCH_ID:
+        raise LayoutExhausted(
+            f"all {MAX_LAUNCH_ID:,} launch ids are used, so no DecimalId generator can start; "
+            "move DecimalId columns to a new layout (or a time-based one)"
+        )
+    if launch != counted:
+        _set(database, LAUNCH_COUNTER, launch)
+    mysql = vendor_of(database) == "mysql"
+    database.execute(_INSERT_LAUNCH_MYSQL if mysql else _INSERT_LAUNCH, [launch, label])
     return launch
 
 

@@ -4,9 +4,11 @@ Tests using it are skipped where PostgreSQL 15's initdb, setpriv or root is miss
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -90,14 +92,34 @@ class Cluster:
         self.start()
 
     def snapshot(self, name: str) -> Path:
-        """A disk snapshot of the data directory, as a volume snapshot takes it: of a stopped
-        server (``pg_ctl stop -m fast``; it starts again at once), so it comes back without
-        crash recovery, with the same system identifier, timeline and database OIDs."""
+        """A disk snapshot of the data directory as a volume snapshot of a running server takes
+        it: every process of the cluster stopped (SIGSTOP) for the copy and continued
+        (SIGCONT), so the copy is what a crash at that instant leaves on disk, and the server
+        itself never restarts. Restored, it comes back with the same system identifier,
+        timeline and database OIDs."""
         copy = self.root / f"{self.data.name}.{name}"
-        self.stop()
-        self.as_postgres(["cp", "-a", str(self.data), str(copy)])
-        self.start()
+        pids = self.pids()
+        _signal(pids, signal.SIGSTOP)
+        try:
+            self.as_postgres(["cp", "-a", str(self.data), str(copy)])
+        finally:
+            _signal(pids, signal.SIGCONT)
+        # Its postmaster's pid: a restore on another boot never finds that one running.
+        self.as_postgres(["rm", str(copy / "postmaster.pid")])
         return copy
+
+    def pids(self) -> list[int]:
+        """The postmaster (first line of ``postmaster.pid``) and its children."""
+        postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # exited meanwhile
+                continue
+            if int(fields[1]) == postmaster:
+                children.append(int(stat.parent.name))
+        return [postmaster, *children]
 
     def restore(self, snapshot: Path) -> None:
         """The server stopped (a crash), its data directory replaced by ``snapshot``, started:
@@ -145,6 +167,12 @@ class Cluster:
             conn.execute(TABLES)
             conn.execute(sql.load(sql.VERSION, nodes=nodes).encode())
         return name
+
+
+def _signal(pids: list[int], which: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):  # a child that exited meanwhile
+            os.kill(pid, which)
 
 
 @contextmanager

@@ -78,7 +78,7 @@ DO $owner$
 DECLARE
     needed text[] := ARRAY['@lease_schema@.idfields_node_lease:SELECT, INSERT, UPDATE',
         '@lease_schema@.idfields_counter:SELECT, INSERT, UPDATE',
-        '@lease_schema@.idfields_launch:SELECT'];
+        '@lease_schema@.idfields_launch:SELECT, INSERT'];
     item text;
 BEGIN
     FOREACH item IN ARRAY needed LOOP
@@ -188,6 +188,141 @@ $$;
 CREATE OR REPLACE FUNCTION idfields.lease_table() RETURNS regclass
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT pg_catalog.to_regclass('@lease_schema@.idfields_node_lease') $$;
+
+-- The coordination database's epochs (invariants L10 and L11 of
+-- docs/explanation/lease-protocol.md), in the rows and by the rule app claims keep
+-- (idfields/coordination/_identity.py). The database is known by its identity, system
+-- identifier / timeline / database OID. 'epoch:<identity>' (counter table, server-clock unix ms)
+-- is since when it holds every commit: the server's start when the identity is first recorded
+-- or the server restarted since, the time it was first seen when the identity changed (a
+-- promoted standby, a restore, a copy). 'identity:<identity>' is the end of the grace after its
+-- last possible loss, 0 for none. A restart through crash recovery counts as a loss: a restored
+-- snapshot of a running server's disk keeps the identity, and so does a crash that lost a
+-- rolled-back transaction's durable fence. A clean restart does not.
+
+-- Step: a new launch for DecimalId when any launch is recorded, as record_launch() takes it
+-- (the 'launch' counter and max(id) + 1): generator ids of the older launches that the database
+-- forgot may be in use.
+CREATE OR REPLACE FUNCTION idfields.record_change_launch(what text) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    counted bigint;
+    launch bigint;
+BEGIN
+    IF NOT EXISTS (SELECT FROM @lease_schema@.idfields_launch) THEN
+        RETURN;
+    END IF;
+    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES ('launch', 0)
+    ON CONFLICT (name) DO NOTHING;
+    UPDATE @lease_schema@.idfields_counter AS c SET value = c.value + 1 WHERE c.name = 'launch'
+    RETURNING c.value INTO counted;
+    launch := GREATEST(counted, (SELECT max(l.id) FROM @lease_schema@.idfields_launch AS l) + 1);
+    IF launch > 99999 THEN
+        RAISE EXCEPTION 'idfields: all 99,999 launch ids are used, so no DecimalId generator can '
+            'start' USING ERRCODE = '53400',
+            HINT = 'Move DecimalId columns to a new layout (or a time-based one).';
+    END IF;
+    UPDATE @lease_schema@.idfields_counter AS c SET value = launch
+    WHERE c.name = 'launch' AND c.value <> launch;
+    INSERT INTO @lease_schema@.idfields_launch (id, label, created_at)
+    VALUES (launch, pg_catalog.left('idfields: coordination database changed (' || what || ')',
+        100), pg_catalog.now());
+END
+$$;
+
+-- Step: record a new epoch of the database known as identity, its server started at started
+-- (unix ms): the identity first recorded, changed (the epoch starts now) or restarted. Where it
+-- changed, or the server came up through crash recovery (recovered), the epoch may have lost
+-- commits: a grace of the longest lease recorded (longest) and a second for the clocks from its
+-- start, and a new launch for DecimalId. The write of the epoch row decides which of concurrent
+-- claims records it.
+CREATE OR REPLACE FUNCTION idfields.record_epoch(
+    identity text, started bigint, recovered boolean, longest bigint
+) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    now_ms bigint := idfields.clock_ms();
+    known boolean;
+    since bigint;
+BEGIN
+    IF NOT EXISTS (SELECT FROM @lease_schema@.idfields_counter AS c
+                   WHERE c.name = 'identity:' || identity) THEN
+        known := EXISTS (SELECT FROM @lease_schema@.idfields_counter AS c
+                         WHERE c.name LIKE 'identity:%');
+        since := CASE WHEN known THEN now_ms ELSE started END;
+        INSERT INTO @lease_schema@.idfields_counter (name, value)
+        VALUES ('epoch:' || identity, since) ON CONFLICT (name) DO NOTHING;
+        IF FOUND THEN
+            IF known OR recovered THEN
+                PERFORM idfields.record_change_launch(identity);
+            END IF;
+            INSERT INTO @lease_schema@.idfields_counter (name, value)
+            VALUES ('identity:' || identity,
+                CASE WHEN known OR recovered THEN since + longest + 1000 ELSE 0 END)
+            ON CONFLICT (name) DO NOTHING;
+        END IF;
+        RETURN;
+    END IF;
+    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES ('epoch:' || identity, 0)
+    ON CONFLICT (name) DO NOTHING;
+    UPDATE @lease_schema@.idfields_counter AS c SET value = started
+    WHERE c.name = 'epoch:' || identity AND c.value < started;
+    IF FOUND AND recovered THEN
+        PERFORM idfields.record_change_launch(identity || ' restarted');
+        UPDATE @lease_schema@.idfields_counter AS c
+        SET value = GREATEST(c.value, started + longest + 1000)
+        WHERE c.name = 'identity:' || identity;
+    END IF;
+END
+$$;
+
+-- Step: the database's epoch, recorded where it is new (record_epoch), and horizon_ms recorded
+-- among the leases a grace covers (how far the caller's holders issue past their clock).
+-- Returns the end of the grace after the last possible loss (0: none) and the launch recorded
+-- at the last change (0: none).
+CREATE OR REPLACE FUNCTION idfields.database_epoch(
+    horizon_ms bigint, OUT until_ms bigint, OUT change_launch integer
+)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    identity text := (SELECT s.system_identifier FROM pg_catalog.pg_control_system() AS s)::text
+        || '/' || ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(
+            pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint || '/'
+        || (SELECT d.oid FROM pg_catalog.pg_database AS d
+            WHERE d.datname = pg_catalog.current_database());
+    started bigint := CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000
+        AS bigint);
+    -- Crash recovery discards the statistics, and resets them as the server starts; a clean
+    -- start reads them back, reset time included.
+    recovered boolean := pg_catalog.pg_stat_get_bgwriter_stat_reset_time()
+        >= pg_catalog.pg_postmaster_start_time();
+    longest bigint := COALESCE((SELECT c.value FROM @lease_schema@.idfields_counter AS c
+                                WHERE c.name = 'lease ttl ms'), 0);
+    grace bigint;
+    since bigint;
+BEGIN
+    IF horizon_ms > longest THEN
+        INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
+        VALUES ('lease ttl ms', horizon_ms)
+        ON CONFLICT (name) DO UPDATE SET value = GREATEST(c.value, EXCLUDED.value);
+        longest := horizon_ms;
+    END IF;
+    FOR attempt IN 1..2 LOOP
+        SELECT max(c.value) FILTER (WHERE c.name = 'identity:' || identity),
+            max(c.value) FILTER (WHERE c.name = 'epoch:' || identity)
+        INTO grace, since FROM @lease_schema@.idfields_counter AS c
+        WHERE c.name IN ('identity:' || identity, 'epoch:' || identity);
+        EXIT WHEN grace IS NOT NULL AND since >= started;
+        PERFORM idfields.record_epoch(identity, started, recovered, longest);
+    END LOOP;
+    until_ms := grace;
+    SELECT COALESCE(max(l.id), 0) INTO change_launch FROM @lease_schema@.idfields_launch AS l
+    WHERE l.label LIKE 'idfields: coordination database changed%';
+END
+$$;
 
 -- The nodes this database issues on, set below by the install (see the header).
 DO $node_range$
@@ -640,6 +775,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
     first_node integer; last_node integer; fenced_until_ms bigint;  -- the database's range
+    grace bigint;  -- the end of the grace of the database's epoch
 BEGIN
     promise := GREATEST(now_ms + shape.lease_ms,
         (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
@@ -655,10 +791,25 @@ BEGIN
         claimed := CASE WHEN FOUND THEN claimed END;  -- lapsed, or an app process took it
     END IF;
     IF claimed IS NULL THEN  -- a new claim starts after the position: it continues nothing
+        -- L11: none while the grace of the database's epoch lasts, and none before its end.
+        -- The backend's IDs run at most max_ahead ticks, and the tick, past its clock.
+        SELECT e.until_ms INTO grace
+        FROM idfields.database_epoch((shape.max_ahead + 1) * shape.unit_us / 1000) AS e;
+        IF now_ms < grace THEN
+            RAISE EXCEPTION 'idfields: the coordination database restarted or changed and may '
+                'have lost its last lease claims, so no % node is claimed until % (unix ms, % s '
+                'from now)', shape.layout, grace, ((grace - now_ms) / 1000.0)::numeric(12, 1)
+                USING ERRCODE = '57P03',
+                HINT = 'Live processes may still issue on leases the database forgot (after a '
+                       'restart, a restored snapshot, a failover, a restore or a copy): retry '
+                       'once the longest lease ttl and a second have passed since. To avoid '
+                       'the wait after a failover, fail over only to a synchronous standby '
+                       '(docs/how-to/high-availability.md).';
+        END IF;
         acquired := now_ms;
         SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
             margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
-            GREATEST(tick, pos_tick + 1));
+            GREATEST(tick, pos_tick + 1, (grace * 1000 - shape.epoch_us) / shape.unit_us + 1));
     END IF;
 END
 $$;
@@ -1280,6 +1431,7 @@ DECLARE
     block bigint;
     usable boolean;
     generator bigint;
+    moved integer;  -- the launch recorded at the database's last change of epoch
 BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
         RAISE EXCEPTION 'idfields: cannot issue decimal IDs on a hot standby'
@@ -1300,13 +1452,15 @@ BEGIN
         seq := pg_catalog.to_regclass('pg_temp.idfields_decimal');
     END IF;
     PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
+    -- L11: after a change of the database's epoch, a generator id of the launch recorded then.
+    SELECT e.change_launch INTO moved FROM idfields.database_epoch(0) AS e;
     SELECT max(l.id) INTO newest FROM @lease_schema@.idfields_launch AS l;
     LOOP
         issued := pg_catalog.nextval('idfields.decimal_issued');
         issued_launch := issued / 100000000000;
         issued_taken := issued / 100000 % 1000000;
         block := issued % 100000;
-        usable := issued_taken > 0 AND block <= 92233;
+        usable := issued_taken > 0 AND block <= 92233 AND issued_launch >= moved;
         IF usable AND newest > issued_launch AND pg_catalog.current_setting(
                 'idfields.decimal_claimed', true) IS DISTINCT FROM 'on' THEN
             usable := idfields.decimal_cover_generator(issued_launch, issued_taken);
@@ -1318,6 +1472,10 @@ BEGIN
         PERFORM pg_catalog.pg_advisory_xact_lock(625490655, 0);
         CONTINUE WHEN COALESCE(pg_catalog.pg_sequence_last_value('idfields.decimal_issued'), 0)
             / 100000 <> issued / 100000;
+        IF issued_launch < moved THEN  -- the allocator's state may be what the database lost
+            issued_launch := 0;
+            issued_taken := 0;
+        END IF;
         SELECT * INTO issued_launch, issued_taken
         FROM idfields.decimal_take_generator(newest, issued_launch, issued_taken);
         block := 1;
@@ -1439,7 +1597,9 @@ REVOKE ALL ON FUNCTION
     idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
     idfields.raise_node_fence(integer, bigint), idfields.commit_durably(),
     idfields.decimal_cover_generator(integer, bigint),
-    idfields.decimal_take_generator(integer, integer, bigint)
+    idfields.decimal_take_generator(integer, integer, bigint),
+    idfields.record_change_launch(text), idfields.record_epoch(text, bigint, boolean, bigint),
+    idfields.database_epoch(bigint)
     FROM PUBLIC;
 
 -- Who holds which node, app processes and database backends alike (manage.py idfields_nodes
