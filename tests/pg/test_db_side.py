@@ -19,7 +19,7 @@ from idfields.coordination import LeaseSource
 from idfields.generators import make_generator
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
-from tests.pg.conftest import run_in_threads
+from tests.pg.conftest import as_a_database_of_its_own, run_in_threads
 
 SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))
 EPOCH_MS = 1_704_067_200_000
@@ -199,16 +199,7 @@ def test_pg_dump_restores_into_a_fresh_database(pg_kwargs, connect) -> None:
             capture_output=True,
         )
         restored = connect(dbname="idfields_restore_test")
-        recorded = restored.execute(
-            "SELECT count(*) FROM idfields_counter WHERE name LIKE 'identity:%%'"
-        ).fetchone()
-        if recorded != (0,):  # another database's identity: the copy waits out a grace (L10)
-            with pytest.raises(psycopg.errors.CannotConnectNow):
-                ids_of(restored, call("next_snowflake"), 1)
-            # A copy that never stands in for its source starts a history of its own.
-            restored.execute(
-                "DELETE FROM idfields_counter WHERE name LIKE 'identity:%' OR name LIKE 'epoch:%'"
-            )
+        as_a_database_of_its_own(restored)
         ids = ids_of(restored, call("next_snowflake"), 1000)
         assert ids == sorted(set(ids))
     finally:

@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -49,23 +50,56 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-class Cluster:
-    """initdb'd in ``root/name``, started with ``settings`` (``-c`` options)."""
+FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 
-    def __init__(self, root: Path, name: str, settings: dict[str, str] | None = None) -> None:
+
+class Cluster:
+    """initdb'd in ``root/name``, started with ``settings`` (``-c`` options); with ``faked``,
+    on a clock of its own (libfaketime): the host's plus the offset :meth:`set_clock` writes."""
+
+    def __init__(
+        self,
+        root: Path,
+        name: str,
+        settings: dict[str, str] | None = None,
+        *,
+        faked: bool = False,
+    ) -> None:
         self.root = root
         self.data = root / name
         self.port = free_port()
         self.settings = settings or {}
+        self.clock = root / f"{name}.clock" if faked else None
+        if self.clock is not None:
+            self.set_clock(0)
+
+    def set_clock(self, offset_s: float) -> None:
+        """The server's clock from its next read on: the host's plus ``offset_s``."""
+        assert self.clock is not None, "a cluster on the host's clock"
+        self.clock.write_text(f"{offset_s:+.3f}\n")
+        os.chmod(self.clock, 0o644)
+
+    def _env(self) -> dict[str, str]:
+        env = {"PATH": "/usr/bin:/bin"}
+        if self.clock is not None:  # a file the server rereads on every call
+            env |= {
+                "LD_PRELOAD": str(FAKETIME),
+                "FAKETIME_TIMESTAMP_FILE": str(self.clock),
+                "FAKETIME_NO_CACHE": "1",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            }
+        return env
 
     def init(self) -> Cluster:
         self.run(["initdb", "-D", str(self.data), "-U", "postgres", "--auth=trust"])
         return self
 
     def run(self, args: list[str]) -> None:
-        """A PostgreSQL program, as user postgres."""
+        """A PostgreSQL program, as user postgres (preloaded past setpriv, which runs as root
+        and may not open libfaketime's shared state)."""
+        environment = [f"{key}={value}" for key, value in self._env().items()]
         subprocess.run(
-            [*AS_POSTGRES, str(PG_BIN / args[0]), *args[1:]],
+            [*AS_POSTGRES, "env", *environment, str(PG_BIN / args[0]), *args[1:]],
             check=True,
             capture_output=True,
             cwd=self.root,
@@ -81,6 +115,19 @@ class Cluster:
                 "start",
             ]
         )
+
+    def ready(self, dbname: str = "postgres", timeout_s: float = 60) -> None:
+        """Wait until the server takes connections (crash recovery may outlast pg_ctl's wait
+        on a faked clock)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                with self.connect(dbname):
+                    return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def stop(self, mode: str = "fast") -> None:
         """``immediate`` is a crash: no checkpoint, no flush of what is not on disk yet."""
