@@ -50,7 +50,6 @@ giving up.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 import threading
@@ -75,6 +74,7 @@ from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
 from idfields.sql import noderange
+from idfields.sql.fences import fence_sequence, lease_lock_key
 
 logger = logging.getLogger("idfields.coordination")
 
@@ -340,7 +340,7 @@ class LeaseSource:
                 "FROM pg_catalog.pg_class AS c "
                 "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = 'idfields' AND c.relname = %s)",
-                [lease_lock_key(layout), node, _fence_sequence(layout, node)],
+                [lease_lock_key(layout), node, fence_sequence(layout, node)],
             ).rows[0]
             if not locked:
                 yield None
@@ -358,7 +358,7 @@ class LeaseSource:
     def _durable_fence(self, layout: str, node: int) -> int:
         rows = self._database.execute(
             "SELECT COALESCE(pg_catalog.pg_sequence_last_value(CAST(%s AS regclass)), 0)",
-            [f"idfields.{_fence_sequence(layout, node)}"],
+            [f"idfields.{fence_sequence(layout, node)}"],
         ).rows
         return int(rows[0][0])
 
@@ -564,21 +564,8 @@ def free_dead_holders(database: Database) -> int:
     return freed
 
 
-def lease_lock_key(lease_key: str) -> int:
-    """The advisory-lock class of a layout's leases, as the SQL functions' lease_lock_key()
-    computes it (31 bits of md5), so a claim can skip nodes held by backends without them."""
-    digest = hashlib.md5(f"idfields_node_lease:{lease_key}".encode(), usedforsecurity=False)
-    return int.from_bytes(digest.digest()[:4], "big") & 0x7FFF_FFFF
-
-
 class _FencedAhead(Exception):
     """A claimed node's durable fence lies past the run-ahead: the claim is rolled back."""
-
-
-def _fence_sequence(lease_key: str, node: int) -> str:
-    """The sequence in schema idfields that holds the node's durable fence, as the SQL
-    functions' fence_bucket() names it: 1,024 of them, shared by nodes and layouts alike."""
-    return f"fence_{(lease_lock_key(lease_key) + node) % 1024}"
 
 
 def _live_backends(database: Database, holders: list[str]) -> set[int] | None:

@@ -70,8 +70,8 @@ class State:
             [layout, int(self.claim.split(":")[0])],
         ).fetchone()
         self.fence = conn.execute(
-            "SELECT f, pg_sequence_last_value(f) FROM (SELECT ('idfields.fence_' || "
-            "idfields.fence_bucket(idfields.lease_lock_key(%s), %s))::regclass AS f) AS b",
+            "SELECT f, pg_sequence_last_value(f) FROM (SELECT "
+            "idfields.fence_sequence(idfields.lease_lock_key(%s), %s) AS f) AS b",
             [layout, int(self.claim.split(":")[0])],
         ).fetchone()
 

@@ -98,33 +98,25 @@ BEGIN
 END
 $owner$;
 
--- Durable fences (invariant D7 of docs/explanation/lease-protocol-database.md): 1,024 permanent
--- sequences, idfields.fence_0 .. fence_1023, owned by the installing role; everyone may read
--- them (SELECT: no nextval(), no setval()), only the owner (the functions) writes them.
--- A node of a layout maps to fence_<(lease_lock_key(lease key) + node) % 1024>, so the 1,024
--- nodes of a layout have one each; a layout with more nodes shares each among its nodes that
--- agree mod 1,024 (traceid: 64), and a sequence holds the largest value any of them wrote. The
--- value is unix ms: no ID of those nodes lies at or past it beyond what their committed lease
--- rows say. setval() is not undone by ROLLBACK, nor by DISCARD or the backend's exit, which
--- undo or drop everything else a backend keeps.
-DO $fences$
-BEGIN
-    FOR bucket IN 0..1023 LOOP
-        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
-            'fence_' || bucket);
-        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
-            'fence_' || bucket);
-        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
-            'fence_' || bucket);
-    END LOOP;
-END
-$fences$;
+-- Durable fences (invariant D7 of docs/explanation/lease-protocol-database.md): permanent
+-- sequences of each layout, idfields.fence_<lease_lock_key(lease key)>_<node % 1024>, which its
+-- install creates (the layout's functions below, and those of user layouts), owned by the
+-- installing role; everyone may read them (SELECT: no nextval(), no setval()), only the owner
+-- (the functions) writes them. A layout's 1,024 first nodes have one each; a layout with more
+-- nodes shares each among its nodes that agree mod 1,024 (traceid: 64), and a sequence holds
+-- the largest value any of them wrote. No two layouts share one: a layout of long ticks runs
+-- its fences further ahead of the clock than another layout's window. The value is unix ms: no
+-- ID of those nodes lies at or past it beyond what their committed lease rows say. setval() is
+-- not undone by ROLLBACK, nor by DISCARD or the backend's exit, which undo or drop everything
+-- else a backend keeps.
 
--- The fence sequence of a node: fence_<fence_bucket(lease_lock_key(lease key), node)>.
-CREATE OR REPLACE FUNCTION idfields.fence_bucket(lock_key integer, node integer) RETURNS integer
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+-- The fence sequence of a node of the layout whose lease_lock_key() is lock_key; NULL where the
+-- layout's functions are not installed.
+CREATE OR REPLACE FUNCTION idfields.fence_sequence(lock_key integer, node integer)
+RETURNS regclass
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 BEGIN ATOMIC
-    SELECT ((lock_key::bigint + node) % 1024)::integer;
+    SELECT pg_catalog.to_regclass('idfields.fence_' || lock_key || '_' || node % 1024);
 END;
 
 -- The durable fence of a node, unix ms (0: none written): a claim of the node starts at or
@@ -133,39 +125,47 @@ END;
 CREATE OR REPLACE FUNCTION idfields.node_fence_ms(lock_key integer, node integer) RETURNS bigint
 LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
 BEGIN ATOMIC
-    SELECT COALESCE(pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass(
-        'idfields.fence_' || idfields.fence_bucket(lock_key, node))), 0);
+    SELECT COALESCE(pg_catalog.pg_sequence_last_value(idfields.fence_sequence(lock_key, node)),
+        0);
 END;
 
--- Raise the fence sequence fence_<bucket> to until_ms (never lowers it). Nodes share a
--- sequence, and setval() is no compare-and-set: an advisory lock of the sequence (class
--- 1057257585 = lease_lock_key('idfields_fence'), object the bucket) makes the read and the
--- write one step. It is a transaction lock taken inside a block that always ends in an
--- exception: the block's subtransaction ends, and lets the lock go, before the function
--- returns, whether the raise wrote, failed or was cancelled (setval() is not undone with it).
--- Every role may take advisory locks: a session holding this one is waited for about a second
--- at most, then named. A raise to where the fence stands takes no lock. Few statements: after
--- a pooler's DISCARD ALL each one is planned again.
-CREATE OR REPLACE FUNCTION idfields.raise_node_fence(bucket integer, until_ms bigint)
+-- Raise a node's fence sequence to until_ms (never lowers it). Nodes share a sequence, and
+-- setval() is no compare-and-set: an advisory lock (class 1057257585 =
+-- lease_lock_key('idfields_fence'), object node % 1024, which layouts share: it only orders the
+-- raises) makes the read and the write one step. It is a transaction lock taken inside a block
+-- that always ends in an exception: the block's subtransaction ends, and lets the lock go,
+-- before the function returns, whether the raise wrote, failed or was cancelled (setval() is not
+-- undone with it). Every role may take advisory locks: a session holding this one is waited for
+-- about a second at most, then named. A raise to where the fence stands takes no lock. Few
+-- statements: after a pooler's DISCARD ALL each one is planned again.
+CREATE OR REPLACE FUNCTION idfields.raise_node_fence(lock_key integer, node integer,
+    until_ms bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('idfields.fence_' || bucket);
+    seq regclass := idfields.fence_sequence(lock_key, node);
     waited_ms integer := 0;
 BEGIN
+    IF seq IS NULL THEN
+        RAISE EXCEPTION 'idfields: the durable fence idfields.fence_%_% is missing', lock_key,
+            node % 1024
+            USING ERRCODE = '55000',
+            HINT = 'The layout''s functions create its fences: install them again '
+                   '(InstallLayoutFunctions, or the SQL functions for snowflake and traceid).';
+    END IF;
     IF until_ms <= COALESCE(pg_catalog.pg_sequence_last_value(seq), 0) THEN
         RETURN;  -- a fence only grows: a raise to where it stands writes nothing
     END IF;
     BEGIN
-        WHILE NOT pg_catalog.pg_try_advisory_xact_lock(1057257585, bucket) LOOP
+        WHILE NOT pg_catalog.pg_try_advisory_xact_lock(1057257585, node % 1024) LOOP
             IF waited_ms >= 1000 THEN
-                RAISE EXCEPTION 'idfields: the durable fence idfields.fence_% is locked by the '
-                    'session of pid % (advisory lock of class 1057257585, object %) for over '
-                    '1 s; only the idfields functions take it, for a few microseconds', bucket,
+                RAISE EXCEPTION 'idfields: the durable fence % is locked by the session of pid % '
+                    '(advisory lock of class 1057257585, object %) for over 1 s; only the '
+                    'idfields functions take it, for a few microseconds', seq,
                     (SELECT pg_catalog.string_agg(l.pid::text, ', ') FROM pg_catalog.pg_locks AS l
                      WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 1057257585
-                       AND l.objid = bucket AND l.objsubid = 2), bucket
+                       AND l.objid = node % 1024 AND l.objsubid = 2), node % 1024
                     USING ERRCODE = '55P03',
                     HINT = 'End that session (pg_terminate_backend(pid)) or have it call '
                            'pg_advisory_unlock_all(), then retry; no ID was issued.';
@@ -641,7 +641,7 @@ DECLARE
     node_mask bigint := 1;
     pos_node integer;
     fenced integer := 0;
-    held bigint;
+    locked bigint;  -- nodes whose advisory lock another session holds
     cand record;
 BEGIN
     IF last IS NOT NULL THEN  -- the node of the last ID issued
@@ -686,23 +686,26 @@ BEGIN
                 'holds none of them. Install the functions with a range that holds some '
                 '(nodes=).', shape.node_min, shape.node_max);
     END IF;
-    IF claimed IS NULL THEN
-        SELECT pg_catalog.count(*) INTO held FROM @lease_schema@.idfields_node_lease AS l
-        WHERE l.layout = shape.lease_key AND l.expires_at_ms >= now_ms
-          AND l.node BETWEEN first_node AND last_node;
+    IF claimed IS NULL THEN  -- each node skipped once: locked, fenced, or else held
+        SELECT pg_catalog.count(DISTINCT l.objid) INTO locked FROM pg_catalog.pg_locks AS l
+        WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()
+          AND l.classid = key::oid AND l.objsubid = 2
+          AND l.objid::bigint BETWEEN first_node AND last_node AND l.database = (
+              SELECT d.oid FROM pg_catalog.pg_database AS d
+              WHERE d.datname = pg_catalog.current_database());
         RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
             '% are locked by other sessions (advisory locks of class %), % are fenced: '
-            'their durable fences (idfields.fence_<n>) lie more than % ticks ahead of '
-            'the clock', shape.layout, held, last_node - first_node + 1,
-            last_node - first_node + 1 - held - fenced, key, fenced, shape.max_ahead
+            'their durable fences (idfields.fence_%_<n>) lie more than % ticks ahead of '
+            'the clock', shape.layout, last_node - first_node + 1 - locked - fenced,
+            last_node - first_node + 1, locked, key, fenced, key, shape.max_ahead
             USING ERRCODE = '53400',
             HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
                    '''advisory'', that classid) for the locks. Use fewer connections '
                    'that generate IDs, wait for dead holders'' leases to lapse, end the '
                    'sessions holding stray advisory locks, or choose a layout with more '
-                   'node bits. A durable fence lies ahead when a node sharing its '
-                   'sequence ran ahead or the clock stepped back: IDs resume on that '
-                   'node once the clock nears it.';
+                   'node bits. A durable fence lies ahead when a backend ran ahead on a '
+                   'node sharing its sequence, or the clock stepped back: IDs resume on '
+                   'that node once the clock nears it.';
     END IF;
     -- A range narrowed while this claim waited for the table is seen now (each statement reads
     -- the latest commit): the claim is undone, never kept outside it.
@@ -825,7 +828,7 @@ CREATE OR REPLACE FUNCTION idfields.time_record_claim(
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 BEGIN
-    PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
+    PERFORM idfields.raise_node_fence(key, claimed, GREATEST(
         CASE WHEN NOT shape.wraps THEN promise - margin END,
         (shape.epoch_us + (tick + 1) * shape.unit_us + 999) / 1000));
     PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_lease',
@@ -1057,6 +1060,20 @@ $$;
 -- bulk forms, as idfields.sql.layouts renders them from idfields/sql/templates/layout.sql, the
 -- template of user layouts.
 -- BEGIN built-in layouts, as idfields.sql.layouts renders them
+-- The layout's durable fences (D7), idfields.fence_<lease_lock_key(lease key)>_<node % 1024>.
+DO $fences$
+BEGIN
+    FOR node IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            'fence_1311434018_' || node % 1024);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            'fence_1311434018_' || node % 1024);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            'fence_1311434018_' || node % 1024);
+    END LOOP;
+END
+$fences$;
+
 CREATE OR REPLACE FUNCTION idfields."issue_snowflake"(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1179,6 +1196,20 @@ BEGIN ATOMIC
     SELECT r.first_id, r.last_id
     FROM idfields."issue_snowflake_ranges"(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
+
+-- The layout's durable fences (D7), idfields.fence_<lease_lock_key(lease key)>_<node % 1024>.
+DO $fences$
+BEGIN
+    FOR node IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            'fence_1705534813_' || node % 1024);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            'fence_1705534813_' || node % 1024);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            'fence_1705534813_' || node % 1024);
+    END LOOP;
+END
+$fences$;
 
 CREATE OR REPLACE FUNCTION idfields."issue_traceid"(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
@@ -1594,8 +1625,8 @@ REVOKE ALL ON FUNCTION
         integer, integer, text, bigint, integer),
     idfields.time_claim_new_node(idfields.geometry, integer, bigint, bigint, bigint, integer,
         integer, text, bigint, integer),
-    idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
-    idfields.raise_node_fence(integer, bigint), idfields.commit_durably(),
+    idfields.fence_sequence(integer, integer), idfields.node_fence_ms(integer, integer),
+    idfields.raise_node_fence(integer, integer, bigint), idfields.commit_durably(),
     idfields.decimal_cover_generator(integer, bigint),
     idfields.decimal_take_generator(integer, integer, bigint),
     idfields.record_change_launch(text), idfields.record_epoch(text, bigint, boolean, bigint),

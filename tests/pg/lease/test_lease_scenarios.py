@@ -134,8 +134,7 @@ def set_up(
         )
     if scenario.fence is not None:
         admin.execute(
-            "SELECT setval(format('idfields.fence_%%s', idfields.fence_bucket("
-            "idfields.lease_lock_key(%s), 1))::regclass, %s)",
+            "SELECT setval(idfields.fence_sequence(idfields.lease_lock_key(%s), 1), %s)",
             [layout.lease_key, now + scenario.fence],
         )
 
