@@ -233,7 +233,7 @@ def install_as_plain_owner(
     for grant in (
         "GRANT CREATE ON DATABASE {d} TO {o}",
         "GRANT SELECT, INSERT, UPDATE ON idfields_node_lease, idfields_counter TO {o}",
-        "GRANT SELECT ON idfields_launch TO {o}",
+        "GRANT SELECT, INSERT ON idfields_launch TO {o}",
         "GRANT TEMPORARY ON DATABASE {d} TO {o}",
         "REVOKE TEMPORARY ON DATABASE {d} FROM PUBLIC",
         *(["GRANT pg_read_all_stats TO {o}"] if reads_stats else []),

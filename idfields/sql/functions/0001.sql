@@ -278,49 +278,51 @@ BEGIN
 END
 $$;
 
--- Step: the database's epoch, recorded where it is new (record_epoch), and horizon_ms recorded
--- among the leases a grace covers (how far the caller's holders issue past their clock).
--- Returns the end of the grace after the last possible loss (0: none) and the launch recorded
--- at the last change (0: none).
-CREATE OR REPLACE FUNCTION idfields.database_epoch(
-    horizon_ms bigint, OUT until_ms bigint, OUT change_launch integer
-)
+-- Step: the end of the grace after the database's last possible loss (unix ms; 0: none), its
+-- epoch recorded where it is new (record_epoch), and horizon_ms recorded among the leases a
+-- grace covers (how far the caller's holders issue past their clock). One statement where
+-- nothing is new: after a pooler's DISCARD ALL each statement is planned again.
+CREATE OR REPLACE FUNCTION idfields.database_epoch(horizon_ms bigint) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
-    identity text := (SELECT s.system_identifier FROM pg_catalog.pg_control_system() AS s)::text
-        || '/' || ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(
-            pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint || '/'
-        || (SELECT d.oid FROM pg_catalog.pg_database AS d
-            WHERE d.datname = pg_catalog.current_database());
-    started bigint := CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000
-        AS bigint);
-    -- Crash recovery discards the statistics, and resets them as the server starts; a clean
-    -- start reads them back, reset time included.
-    recovered boolean := pg_catalog.pg_stat_get_bgwriter_stat_reset_time()
-        >= pg_catalog.pg_postmaster_start_time();
-    longest bigint := COALESCE((SELECT c.value FROM @lease_schema@.idfields_counter AS c
-                                WHERE c.name = 'lease ttl ms'), 0);
+    identity text;
+    started bigint;
+    recovered boolean;
     grace bigint;
     since bigint;
+    longest bigint;
 BEGIN
-    IF horizon_ms > longest THEN
-        INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
-        VALUES ('lease ttl ms', horizon_ms)
-        ON CONFLICT (name) DO UPDATE SET value = GREATEST(c.value, EXCLUDED.value);
-        longest := horizon_ms;
-    END IF;
     FOR attempt IN 1..2 LOOP
-        SELECT max(c.value) FILTER (WHERE c.name = 'identity:' || identity),
-            max(c.value) FILTER (WHERE c.name = 'epoch:' || identity)
-        INTO grace, since FROM @lease_schema@.idfields_counter AS c
-        WHERE c.name IN ('identity:' || identity, 'epoch:' || identity);
+        SELECT s.identity, s.started, s.recovered,
+            max(c.value) FILTER (WHERE c.name = 'identity:' || s.identity),
+            max(c.value) FILTER (WHERE c.name = 'epoch:' || s.identity),
+            COALESCE(max(c.value) FILTER (WHERE c.name = 'lease ttl ms'), 0)
+        INTO identity, started, recovered, grace, since, longest
+        FROM (SELECT (SELECT p.system_identifier FROM pg_catalog.pg_control_system() AS p)::text
+                  || '/' || ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(
+                      pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint || '/'
+                  || (SELECT d.oid FROM pg_catalog.pg_database AS d
+                      WHERE d.datname = pg_catalog.current_database()) AS identity,
+                  CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000
+                      AS bigint) AS started,
+                  -- Crash recovery discards the statistics, and resets them as the server
+                  -- starts; a clean start reads them back, reset time included.
+                  pg_catalog.pg_stat_get_bgwriter_stat_reset_time()
+                      >= pg_catalog.pg_postmaster_start_time() AS recovered) AS s
+        LEFT JOIN @lease_schema@.idfields_counter AS c
+            ON c.name IN ('identity:' || s.identity, 'epoch:' || s.identity, 'lease ttl ms')
+        GROUP BY s.identity, s.started, s.recovered;
+        IF horizon_ms > longest THEN
+            INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
+            VALUES ('lease ttl ms', horizon_ms)
+            ON CONFLICT (name) DO UPDATE SET value = GREATEST(c.value, EXCLUDED.value);
+            longest := horizon_ms;
+        END IF;
         EXIT WHEN grace IS NOT NULL AND since >= started;
         PERFORM idfields.record_epoch(identity, started, recovered, longest);
     END LOOP;
-    until_ms := grace;
-    SELECT COALESCE(max(l.id), 0) INTO change_launch FROM @lease_schema@.idfields_launch AS l
-    WHERE l.label LIKE 'idfields: coordination database changed%';
+    RETURN grace;
 END
 $$;
 
@@ -796,8 +798,7 @@ BEGIN
     IF claimed IS NULL THEN  -- a new claim starts after the position: it continues nothing
         -- L11: none while the grace of the database's epoch lasts, and none before its end.
         -- The backend's IDs run at most max_ahead ticks, and the tick, past its clock.
-        SELECT e.until_ms INTO grace
-        FROM idfields.database_epoch((shape.max_ahead + 1) * shape.unit_us / 1000) AS e;
+        grace := idfields.database_epoch((shape.max_ahead + 1) * shape.unit_us / 1000);
         IF now_ms < grace THEN
             RAISE EXCEPTION 'idfields: the coordination database restarted or changed and may '
                 'have lost its last lease claims, so no % node is claimed until % (unix ms, % s '
@@ -1484,8 +1485,10 @@ BEGIN
     END IF;
     PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
     -- L11: after a change of the database's epoch, a generator id of the launch recorded then.
-    SELECT e.change_launch INTO moved FROM idfields.database_epoch(0) AS e;
-    SELECT max(l.id) INTO newest FROM @lease_schema@.idfields_launch AS l;
+    PERFORM idfields.database_epoch(0);
+    SELECT max(l.id), COALESCE(max(l.id) FILTER (
+            WHERE l.label LIKE 'idfields: coordination database changed%'), 0)
+    INTO newest, moved FROM @lease_schema@.idfields_launch AS l;
     LOOP
         issued := pg_catalog.nextval('idfields.decimal_issued');
         issued_launch := issued / 100000000000;

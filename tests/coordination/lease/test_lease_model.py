@@ -394,7 +394,7 @@ def restarting_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Repointed]:
         cluster = Cluster(root, "model", faked=True).init()
         cluster.start()
         with cluster.connect("postgres") as conn:
-            conn.execute("CREATE DATABASE model")
+            conn.execute("CREATE DATABASE model ENCODING 'UTF8' LOCALE 'C' TEMPLATE template0")
         url = cluster.url("model")
         with cluster.connect("model") as conn:
             for statement in SCHEMA["postgresql"]:
