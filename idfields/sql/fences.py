@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import hashlib
 
+# Implementation: nothing here is API.
+__all__: list[str] = []
+
 #: Sequences per layout: nodes that agree mod this share one.
 PER_LAYOUT = 1024
 
