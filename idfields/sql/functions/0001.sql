@@ -688,13 +688,16 @@ BEGIN
                 'holds none of them. Install the functions with a range that holds some '
                 '(nodes=).', shape.node_min, shape.node_max);
     END IF;
-    IF claimed IS NULL THEN  -- each node skipped once: locked, fenced, or else held
+    IF claimed IS NULL THEN  -- each node counted once: fenced, locked without a live row, or held
         SELECT pg_catalog.count(DISTINCT l.objid) INTO locked FROM pg_catalog.pg_locks AS l
         WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()
           AND l.classid = key::oid AND l.objsubid = 2
           AND l.objid::bigint BETWEEN first_node AND last_node AND l.database = (
               SELECT d.oid FROM pg_catalog.pg_database AS d
-              WHERE d.datname = pg_catalog.current_database());
+              WHERE d.datname = pg_catalog.current_database())
+          AND NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS r
+                          WHERE r.layout = shape.lease_key AND r.node = l.objid::bigint
+                            AND r.expires_at_ms >= now_ms);
         RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
             '% are locked by other sessions (advisory locks of class %), % are fenced: '
             'their durable fences (idfields.fence_%_<n>) lie more than % ticks ahead of '

@@ -361,6 +361,10 @@ class LeaseProtocolOnARestartingServer(LeaseProtocolOnAForgetfulDatabase):
     def clock_steps(self, process: Process, step: int) -> None:
         process.skew_ms = max(-1000, min(1000, process.skew_ms + step))
 
+    def goes_back(self, which: int) -> None:
+        """Not a step of this model (the forgetful database's model has it): its steps go to
+        the server's own faults."""
+
     @rule(mode=st.sampled_from(["fast", "immediate"]))
     def restarts(self, mode: str) -> None:
         """A clean restart, or a crash: nothing committed is lost."""
