@@ -33,7 +33,9 @@ class DbApiDatabase:
         return f"DbApiDatabase({self.vendor})"
 
     def _connection(self) -> Any:
-        if self._pid != os.getpid():  # a forked child never uses its parent's socket
+        # A forked child never uses its parent's socket; a connection the server dropped (a
+        # restart, a failover) is opened again, as a pool or Django's next request does.
+        if self._pid != os.getpid() or getattr(self._conn, "closed", False):
             self._conn = _CONNECT[self.vendor](self.target)
             self._pid = os.getpid()
         return self._conn

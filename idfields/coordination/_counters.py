@@ -9,13 +9,14 @@ ever upgrades a shared lock on a duplicate key (MySQL's classic insert deadlock)
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from idfields.coordination._database import (
     Database,
     check_length,
     durable,
     insert_if_absent,
+    text,
     vendor_of,
 )
 from idfields.errors import LayoutExhausted, NodeError, NodeNotConfigured
@@ -25,6 +26,9 @@ LAUNCH_ENV = "IDFIELDS_LAUNCH_ID"
 LAUNCH_COUNTER = "launch"
 MAX_LAUNCH_ID = 99_999
 RECORD_LAUNCH_HINT = "manage.py idfields_launch --label <version> (or record_launch())"
+RECORD_LAUNCH_AFTER = (
+    "manage.py idfields_launch --label <version> --after (or record_launch(after=))"
+)
 
 _INSERT_LAUNCH = (
     "INSERT INTO idfields_launch (id, label, created_at) VALUES (%s, %s, CURRENT_TIMESTAMP)"
@@ -57,27 +61,86 @@ def counter_value(database: Database, name: str) -> int:
     return int(rows[0][0]) if rows else 0
 
 
-def record_launch(database: Database, label: str) -> int:
+def record_launch(
+    database: Database,
+    label: str,
+    *,
+    after: int = 0,
+    columns: Sequence[tuple[str, str]] = (),
+) -> int:
     """Record a deployment in the launch log and return its id (1..99,999, never reused).
 
     The id is max(id) + 1, taken under the row lock of the ``launch`` counter, which also
-    remembers ids whose rows were deleted so that they are not handed out again.
+    remembers ids whose rows were deleted so that they are not handed out again; and above
+    ``after``, the highest launch of DecimalIds this database holds that another database
+    issued. A database that records no launch yet while a DecimalId column holds rows got
+    them from another database (logical replication or a copy without the idfields tables),
+    whose launches it does not know: it is refused, naming the fix, unless ``after`` says
+    where those launches end. The columns checked are ``columns`` (table, column) and, on
+    PostgreSQL, every column that defaults to ``idfields.next_decimal()``.
     """
     check_length("launch label", label, 100)
+    if after <= 0:
+        _check_no_foreign_launches(database, columns)
     _ensure_counter(database, LAUNCH_COUNTER)
     with durable(database):
-        counted = _increment(database, LAUNCH_COUNTER)
-        top = database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0]
-        launch = max(counted, int(top or 0) + 1)
-        if launch > MAX_LAUNCH_ID:
-            raise LayoutExhausted(
-                f"all {MAX_LAUNCH_ID:,} launch ids are used, so no DecimalId generator can start; "
-                "move DecimalId columns to a new layout (or a time-based one)"
+        return record_launch_here(database, label, after)
+
+
+def _check_no_foreign_launches(database: Database, columns: Sequence[tuple[str, str]]) -> None:
+    if database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0] is not None:
+        return
+    named = [(_quoted(database, table), table, column) for table, column in columns]
+    for table_sql, table, column in [*named, *_next_decimal_columns(database)]:
+        found = database.execute(
+            f"SELECT 1 FROM {table_sql} WHERE {_quoted(database, column)} IS NOT NULL LIMIT 1"  # noqa: S608
+        ).rows
+        if found:
+            raise NodeError(
+                f"this database records no launch, yet its DecimalId column {table}.{column} "
+                "holds IDs: they came from another database (logical replication or a copy "
+                "without the idfields tables), whose launches this one does not know, and a "
+                "first launch here may be one of them. Copy the idfields tables from that "
+                "database first (idfields_launch and idfields_counter, or replicate them: "
+                "docs/how-to/high-availability.md), or record the launch above the highest "
+                f"one there (the largest id of its idfields_launch): {RECORD_LAUNCH_AFTER}"
             )
-        if launch != counted:
-            _set(database, LAUNCH_COUNTER, launch)
-        mysql = vendor_of(database) == "mysql"
-        database.execute(_INSERT_LAUNCH_MYSQL if mysql else _INSERT_LAUNCH, [launch, label])
+
+
+def _quoted(database: Database, name: str) -> str:
+    quote = "`" if vendor_of(database) == "mysql" else '"'
+    return quote + name.replace(quote, quote * 2) + quote
+
+
+def _next_decimal_columns(database: Database) -> list[tuple[str, str, str]]:
+    """On PostgreSQL, the columns whose default is ``idfields.next_decimal()``: (the table as
+    SQL, the table, the column)."""
+    if database.vendor != "postgresql":
+        return []
+    rows = database.execute(
+        "SELECT CAST(CAST(a.attrelid AS regclass) AS text), a.attname FROM pg_catalog.pg_attrdef "
+        "AS d JOIN pg_catalog.pg_attribute AS a ON a.attrelid = d.adrelid AND a.attnum = d.adnum "
+        "WHERE pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE %s",
+        ["%idfields.next_decimal()%"],
+    ).rows
+    return [(text(table), text(table), text(column)) for table, column in rows]
+
+
+def record_launch_here(database: Database, label: str, after: int = 0) -> int:
+    """:func:`record_launch` inside the caller's transaction, the ``launch`` counter row
+    created beforehand."""
+    counted = _increment(database, LAUNCH_COUNTER)
+    top = database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0]
+    launch = max(counted, int(top or 0) + 1, after + 1)
+    if launch > MAX_LAUNCH_ID:
+        raise LayoutExhausted(
+            f"all {MAX_LAUNCH_ID:,} launch ids are used, so no DecimalId generator can start; "
+            "move DecimalId columns to a new layout (or a time-based one)"
+        )
+    if launch != counted:
+        _set(database, LAUNCH_COUNTER, launch)
+    mysql = vendor_of(database) == "mysql"
+    database.execute(_INSERT_LAUNCH_MYSQL if mysql else _INSERT_LAUNCH, [launch, label])
     return launch
 
 

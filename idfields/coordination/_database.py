@@ -109,6 +109,11 @@ def insert_if_absent(
     return database.execute(sql, values).rowcount == 1
 
 
+def text(value: object) -> str:
+    """A text column as text: a driver on an SQL_ASCII database returns bytes."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def check_length(what: str, value: str, limit: int) -> str:
     """Refuse strings the schema's VARCHAR columns would truncate (MySQL might do it silently)."""
     if len(value) > limit:

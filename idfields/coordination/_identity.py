@@ -1,39 +1,60 @@
-"""Which PostgreSQL database the coordination tables live in, and the grace after it changes.
+"""The coordination database's epochs: which PostgreSQL database the tables live in, since when
+it holds every commit, and the grace after it may have lost some (L10 and L11 of
+docs/explanation/lease-protocol.md).
 
 The lease protocol assumes a database that never goes back in time. A promoted asynchronous
 standby, a point-in-time recovery, a ``pg_dump``/``pg_restore`` copy and a blue/green cutover
-each give the clients a database that may lack the last commits they saw: a lease still in
-use, a generator id already issued under. Each also changes what identifies the database:
-its system identifier (``pg_control_system()``; a new cluster), its timeline (a promotion, a
-point-in-time recovery) or its OID (a copy in another database of the cluster).
+give the clients a database that may lack the last commits they saw, and each changes what
+identifies the database: its system identifier (``pg_control_system()``; a new cluster), its
+timeline (a promotion, a point-in-time recovery) or its OID (a copy in another database of the
+cluster). A restored snapshot of a running server's disk keeps all three, and so does a crash
+that lost the WAL of a transaction that rolled back (a durable fence, D7 of
+lease-protocol-database.md): the server restarts through crash recovery, which discards the
+statistics and resets them as it starts (``pg_stat_bgwriter.stats_reset`` no older than
+``pg_postmaster_start_time()``; a clean start reads them back). A clean restart loses nothing
+and counts as no loss; so does a snapshot of a stopped server restored, which nothing tells
+apart from one.
 
-The first claim on a database records its identity in ``idfields_counter`` (``identity:<system
-identifier>/<timeline>/<oid>``, valued with the end of its grace, server clock, unix ms). A
-claim that finds other identities recorded but not its own has met a changed database: it
-records its own with a grace of the longest lease ttl any claim recorded, and no lease is
-claimed before that grace ends, as Chubby and etcd wait out the longest lease after a
-leader change. A holder of a lease the database forgot has issued its last ID before then:
-its renewal fails (the row no longer names its claim) or restores the row (it still does).
-DecimalId moves to a new launch at once (:func:`record_change_launch`): generator ids the
-database forgot may be in use under the old one.
+Two rows of ``idfields_counter`` per identity ``<system identifier>/<timeline>/<oid>``, in
+server-clock unix ms: ``epoch:<identity>``, the start of the current epoch (the server's start
+when the identity is first recorded or the server restarted since; the time the identity was
+first seen when it changed), and ``identity:<identity>``, the end of the grace after its last
+possible loss (0: none yet). The first claim to see an epoch that may have lost commits
+records it with a grace of the longest lease any claim recorded plus a second for the clocks,
+from the epoch's start: no lease is claimed before it ends, as Chubby and etcd wait out the
+longest lease after a leader change, and every claim starts after it. A holder of a lease the
+database forgot stops at its next renewal, and a lease that may have lapsed before the epoch
+began is not renewed (:func:`may_renew`). DecimalId moves to a new launch at once
+(:func:`record_change_launch`): generator ids the database forgot may be in use under the old
+one. The database functions keep the same rule in ``idfields.database_epoch()``.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from idfields.coordination._counters import record_launch
-from idfields.coordination._database import Database, durable, insert_if_absent
+from idfields.coordination._counters import LAUNCH_COUNTER, record_launch_here
+from idfields.coordination._database import Database, durable, insert_if_absent, text
 from idfields.errors import NodeError
 
 logger = logging.getLogger("idfields.coordination")
 
 PREFIX = "identity:"
+EPOCH = "epoch:"
 LONGEST_TTL = "lease ttl ms"
 CHANGE_LABEL = "idfields: coordination database changed"
+# Clocks may disagree with the server's by this much: a grace ends, and a renewal across an
+# epoch's start holds, a second later than the server's clock alone would say.
+CLOCK_SLACK_MS = 1000
 
 _CURRENT = (
     "SELECT CAST(EXTRACT(EPOCH FROM pg_catalog.clock_timestamp()) * 1000 AS bigint), "
+    "CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000 AS bigint), "
+    # Crash recovery discards the statistics, and resets them as the server starts; a clean
+    # start reads them back, reset time included.
+    "pg_catalog.pg_stat_get_bgwriter_stat_reset_time() >= "
+    "pg_catalog.pg_postmaster_start_time(), "
     "CAST((SELECT system_identifier FROM pg_catalog.pg_control_system()) AS text) "
     "OPERATOR(pg_catalog.||) '/' OPERATOR(pg_catalog.||) CASE WHEN pg_catalog.pg_is_in_recovery() "
     "THEN 'standby' ELSE CAST(CAST(CAST('x' OPERATOR(pg_catalog.||) pg_catalog.substr("
@@ -43,67 +64,152 @@ _CURRENT = (
 )
 
 
-def observe(database: Database) -> tuple[int, int, str]:
-    """(now, end of the grace, identity) of the database, its identity recorded and a change
-    of it acted on; (0, 0, '') off PostgreSQL and on a standby, where nothing is written."""
+@dataclass(frozen=True)
+class Epoch:
+    """The database's current epoch as recorded (server clock, unix ms)."""
+
+    now: int
+    identity: str
+    started: int  # the server's start
+    since: int  # the epoch's start: the database holds every commit made since
+    grace: int  # the end of the grace after the last possible loss; 0 for none
+
+    @property
+    def cause(self) -> str:
+        if self.since == self.started:
+            return (
+                f"the coordination database restarted through crash recovery ({self.identity}: "
+                "system identifier / timeline / database OID unchanged; a crash, or a restored "
+                "snapshot of a running server's disk)"
+            )
+        return (
+            f"the coordination database changed (now {self.identity}: system identifier / "
+            "timeline / database OID; a failover to a standby, a restore or a cutover)"
+        )
+
+
+def observe(database: Database, horizon_ms: int = 0) -> Epoch | None:
+    """The database's epoch, recorded, and a new one acted on; None off PostgreSQL and on a
+    standby, where nothing is written. A grace that begins now covers the longest lease
+    recorded and ``horizon_ms``, how far the caller's own holders issue past their clock (a
+    lease ttl): a loss may take the record of a ttl with the claims that used it."""
     if database.vendor != "postgresql":
-        return 0, 0, ""
-    now, value = database.execute(_CURRENT).rows[0]
-    identity = _text(value)
+        return None
+    now, started, recovered, value = database.execute(_CURRENT).rows[0]
+    identity = text(value)
     if identity.endswith("/standby"):
-        return 0, 0, ""
-    return int(now), _recorded_grace(database, identity, int(now)), identity
+        return None
+    epoch = _recorded(database, identity, int(now), int(started))
+    if epoch is None:
+        _record(database, identity, int(now), int(started), bool(recovered), horizon_ms)
+        epoch = _recorded(database, identity, int(now), int(started))
+    assert epoch is not None  # recorded just now, by this claim or a concurrent one
+    return epoch
 
 
 def settled(database: Database, ttl_ms: int) -> int:
-    """The end of the grace after the database's last identity change (server clock, unix ms;
-    0 off PostgreSQL), once it has passed; NodeError while it lasts. Records ``ttl_ms`` among
-    the lease ttls the grace covers."""
-    now, until, identity = observe(database)
-    if database.vendor == "postgresql":
-        _raise_longest_ttl(database, ttl_ms)
-    if now < until:
+    """The end of the grace after the database's last possible loss (server clock, unix ms; 0
+    off PostgreSQL), once it has passed; NodeError while it lasts. Then records ``ttl_ms``
+    among the lease ttls a later grace covers."""
+    epoch = observe(database, ttl_ms)
+    if epoch is None:
+        return 0
+    _raise_longest_ttl(database, ttl_ms)
+    until = epoch.grace
+    if epoch.now < until:
         raise NodeError(
-            f"the coordination database changed (now {identity}: system identifier / "
-            "timeline / database OID): a failover to a standby, a restore or a cutover, which "
-            "may have lost the last lease claims and renewals. Live processes may still "
-            "issue on leases it forgot, so no node is claimed for the longest lease ttl, "
-            f"until {until} ms (server clock, {(until - now) / 1000:.1f} s from now); "
-            "nothing to do but wait. To avoid the wait, fail over only to a synchronous standby "
+            f"{epoch.cause}, which may have lost the last lease claims and renewals. Live "
+            "processes may still issue on leases it forgot, so no node is claimed for the "
+            f"longest lease ttl, until {until} ms (server clock, "
+            f"{(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. To avoid "
+            "the wait after a failover, fail over only to a synchronous standby "
             "(docs/how-to/high-availability.md)"
         )
     return until
 
 
-def _text(value: object) -> str:
-    """A text column as text: a driver on an SQL_ASCII database returns bytes."""
-    return value.decode() if isinstance(value, bytes) else str(value)
+def may_renew(database: Database, expires_ms: int) -> bool:
+    """Whether a holder whose own latest promise is ``expires_ms`` may renew its lease: not
+    while a grace lasts if the lease ended before the epoch began (its start and the clocks'
+    second): another process may have claimed the node once it lapsed, in commits the database
+    lost, and may still issue on it. Once the grace has passed, that process has stopped."""
+    epoch = observe(database)
+    return epoch is None or epoch.now >= epoch.grace or expires_ms >= epoch.since + CLOCK_SLACK_MS
 
 
-def _recorded_grace(database: Database, identity: str, now: int) -> int:
-    key = PREFIX + identity
+def _recorded(database: Database, identity: str, now: int, started: int) -> Epoch | None:
+    """The recorded epoch of ``identity``; None where it is not recorded or the server
+    restarted since."""
     rows = database.execute(
-        "SELECT name, value FROM idfields_counter WHERE name LIKE %s", [PREFIX + "%"]
+        "SELECT name, value FROM idfields_counter WHERE name IN (%s, %s)",
+        [PREFIX + identity, EPOCH + identity],
     ).rows
-    known = {_text(name): int(value) for name, value in rows}
-    if key in known:
-        return known[key]
-    until = 0  # a first record: nothing was lost that anyone waits for
-    if known:
-        until = now + _longest_ttl(database)
-        # The launch first: a crash before the identity is recorded costs a second launch.
-        logger.warning(
-            "the coordination database changed (%s, known: %s): no lease is claimed for "
-            "%.1f s, and DecimalId moves to a new launch",
-            identity,
-            ", ".join(sorted(known)),
-            (until - now) / 1000,
-        )
-        record_change_launch(database, identity)
+    values = {text(name): int(value) for name, value in rows}
+    grace, since = values.get(PREFIX + identity), values.get(EPOCH + identity)
+    if grace is None or since is None or since < started:
+        return None
+    return Epoch(now, identity, started, since, grace)
+
+
+def _record(
+    database: Database, identity: str, now: int, started: int, recovered: bool, horizon_ms: int
+) -> None:
+    """A new epoch: the identity first recorded, changed, or the server restarted; a loss
+    where the identity changed or the server came up through crash recovery.
+
+    One durable transaction, whose first write decides which claim records the epoch (the
+    epoch row, inserted or raised to the server's start): that one records the grace and the
+    change launch, the others find them recorded."""
+    key, epoch_key = PREFIX + identity, EPOCH + identity
     with durable(database):
-        insert_if_absent(database, "idfields_counter", ("name", "value"), (key, until))
-    return int(
-        database.execute("SELECT value FROM idfields_counter WHERE name = %s", [key]).rows[0][0]
+        insert_if_absent(database, "idfields_counter", ("name", "value"), (LAUNCH_COUNTER, 0))
+        known = [
+            text(name)
+            for (name,) in database.execute(
+                "SELECT name FROM idfields_counter WHERE name LIKE %s", [PREFIX + "%"]
+            ).rows
+        ]
+        longest = max(_longest_ttl(database), horizon_ms)
+        if key not in known:
+            since = now if known else started
+            if not insert_if_absent(
+                database, "idfields_counter", ("name", "value"), (epoch_key, since)
+            ):
+                return  # a concurrent claim recorded it
+            grace = 0
+            if known or recovered:
+                grace = since + longest + CLOCK_SLACK_MS
+                how = f"known: {', '.join(sorted(known))}" if known else "crash recovery"
+                _changed(identity, how, grace - now)
+                record_change_launch(database, identity)
+            insert_if_absent(database, "idfields_counter", ("name", "value"), (key, grace))
+            return
+        insert_if_absent(database, "idfields_counter", ("name", "value"), (epoch_key, 0))
+        if (
+            database.execute(
+                "UPDATE idfields_counter SET value = %s WHERE name = %s AND value < %s",
+                [started, epoch_key, started],
+            ).rowcount
+            != 1
+            or not recovered
+        ):
+            return  # a concurrent claim recorded the restart, or nothing was lost
+        grace = started + longest + CLOCK_SLACK_MS
+        _changed(identity, "restarted through crash recovery", grace - now)
+        record_change_launch(database, f"{identity} restarted")
+        database.execute(
+            "UPDATE idfields_counter SET value = GREATEST(value, %s) WHERE name = %s",
+            [grace, key],
+        )
+
+
+def _changed(identity: str, how: str, wait_ms: int) -> None:
+    logger.warning(
+        "the coordination database changed (%s, %s): no lease is claimed for %.1f s, and "
+        "DecimalId moves to a new launch",
+        identity,
+        how,
+        max(wait_ms, 0) / 1000,
     )
 
 
@@ -127,15 +233,15 @@ def _raise_longest_ttl(database: Database, ttl_ms: int) -> None:
             )
 
 
-def record_change_launch(database: Database, identity: str) -> None:
-    """A new launch for DecimalId, when any launch is recorded: generator ids of the older
-    launches that the database forgot may be in use."""
+def record_change_launch(database: Database, what: str) -> None:
+    """Inside the caller's transaction: a new launch for DecimalId, when any launch is
+    recorded: generator ids of the older launches that the database forgot may be in use."""
     if database.execute("SELECT MAX(id) FROM idfields_launch").rows[0][0] is not None:
-        record_launch(database, f"{CHANGE_LABEL} ({identity})"[:100])
+        record_launch_here(database, f"{CHANGE_LABEL} ({what})"[:100])
 
 
 def change_launch(database: Database) -> int:
-    """The launch recorded at the database's last identity change (0 for none)."""
+    """The launch recorded at the database's last change of epoch (0 for none)."""
     top = database.execute(
         "SELECT MAX(id) FROM idfields_launch WHERE label LIKE %s", [CHANGE_LABEL + "%"]
     ).rows[0][0]

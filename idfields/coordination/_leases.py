@@ -50,7 +50,6 @@ giving up.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import random
 import threading
@@ -68,12 +67,14 @@ from idfields.coordination._database import (
     check_length,
     durable,
     insert_if_absent,
+    text,
 )
-from idfields.coordination._identity import settled
+from idfields.coordination._identity import may_renew, settled
 from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import Layout, PlacedField
 from idfields.nodes import Assignment
 from idfields.sql import noderange
+from idfields.sql.fences import fence_sequence, lease_lock_key
 
 logger = logging.getLogger("idfields.coordination")
 
@@ -257,9 +258,9 @@ class LeaseSource:
             params,
         ).rows
         return [
-            _Row(str(key), int(node), str(holder), int(acquired), int(expires))
+            _Row(text(key), int(node), text(holder), int(acquired), int(expires))
             for key, node, holder, acquired, expires in rows
-            if _is_named(str(key), bare)
+            if _is_named(text(key), bare)
         ]
 
     def _other_layout(self, layout: Layout, key: str, node: int) -> NodeError:
@@ -339,7 +340,7 @@ class LeaseSource:
                 "FROM pg_catalog.pg_class AS c "
                 "JOIN pg_catalog.pg_namespace AS n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = 'idfields' AND c.relname = %s)",
-                [lease_lock_key(layout), node, _fence_sequence(layout, node)],
+                [lease_lock_key(layout), node, fence_sequence(layout, node)],
             ).rows[0]
             if not locked:
                 yield None
@@ -357,7 +358,7 @@ class LeaseSource:
     def _durable_fence(self, layout: str, node: int) -> int:
         rows = self._database.execute(
             "SELECT COALESCE(pg_catalog.pg_sequence_last_value(CAST(%s AS regclass)), 0)",
-            [f"idfields.{_fence_sequence(layout, node)}"],
+            [f"idfields.{fence_sequence(layout, node)}"],
         ).rows
         return int(rows[0][0])
 
@@ -455,20 +456,31 @@ class _Lease:
         expires = max(self._expires, now + self._source._ttl_ms)
         database = self._source._database
         try:
-            with durable(database):
-                matched = database.execute(
-                    "UPDATE idfields_node_lease SET expires_at_ms = %s "
-                    "WHERE layout = %s AND node = %s AND holder = %s",
-                    [expires, self.layout, self.node, self._holder],
-                ).rowcount
+            renewable = may_renew(database, self._expires)
+            if renewable:
+                with durable(database):
+                    matched = database.execute(
+                        "UPDATE idfields_node_lease SET expires_at_ms = %s "
+                        "WHERE layout = %s AND node = %s AND holder = %s",
+                        [expires, self.layout, self.node, self._holder],
+                    ).rowcount
         except Exception:
             emit("lease.failed", layout=self.layout)
             raise
+        if not renewable:
+            emit("lease.lost", layout=self.layout, node=str(self.node))
+            raise NodeError(
+                f"lease lost: node {self.node} of layout {self.layout!r} lapsed (at "
+                f"{self._expires} ms) before the coordination database restarted or changed, "
+                "and another process may have claimed it in commits the database lost; this "
+                "generator takes another node once the database's grace has passed"
+            )
         if matched != 1:
             emit("lease.lost", layout=self.layout, node=str(self.node))
             raise NodeError(
                 f"lease lost: node {self.node} of layout {self.layout!r} lapsed "
-                f"(at {self._expires} ms) and another process holds it now; this generator "
+                f"(at {self._expires} ms) and another process holds it now, or the "
+                "coordination database lost the claim (a restore or a failover); this generator "
                 "takes another node. Renewals failed for longer than the lease ttl: check the "
                 "database connection"
             )
@@ -515,17 +527,17 @@ def list_leases(
     now = (time.time_ns() if now_ns is None else now_ns) // _NS_PER_MS
     rows = database.execute(sql + " ORDER BY layout, node", params).rows
     if layout is not None:
-        rows = [row for row in rows if _is_named(str(row[0]), layout)]
-    backends = _live_backends(database, [str(row[2]) for row in rows if int(row[4]) >= now])
+        rows = [row for row in rows if _is_named(text(row[0]), layout)]
+    backends = _live_backends(database, [text(row[2]) for row in rows if int(row[4]) >= now])
     return [
         LeaseInfo(
-            str(name),
+            text(name),
             int(node),
-            str(holder),
+            text(holder),
             _datetime(int(acquired)),
             _datetime(int(expires)),
             live=bool(holder) and int(expires) >= now,
-            backend_gone=_backend_gone(_holders.parse(str(holder)), backends),
+            backend_gone=_backend_gone(_holders.parse(text(holder)), backends),
         )
         for name, node, holder, acquired, expires in rows
     ]
@@ -543,7 +555,7 @@ def free_dead_holders(database: Database) -> int:
     ).rows
     freed = 0
     for layout, node, holder in rows:
-        if _holders.parse(str(holder)).provably_dead():
+        if _holders.parse(text(holder)).provably_dead():
             freed += database.execute(
                 "UPDATE idfields_node_lease SET holder = '' "
                 "WHERE layout = %s AND node = %s AND holder = %s",
@@ -552,21 +564,8 @@ def free_dead_holders(database: Database) -> int:
     return freed
 
 
-def lease_lock_key(lease_key: str) -> int:
-    """The advisory-lock class of a layout's leases, as the SQL functions' lease_lock_key()
-    computes it (31 bits of md5), so a claim can skip nodes held by backends without them."""
-    digest = hashlib.md5(f"idfields_node_lease:{lease_key}".encode(), usedforsecurity=False)
-    return int.from_bytes(digest.digest()[:4], "big") & 0x7FFF_FFFF
-
-
 class _FencedAhead(Exception):
     """A claimed node's durable fence lies past the run-ahead: the claim is rolled back."""
-
-
-def _fence_sequence(lease_key: str, node: int) -> str:
-    """The sequence in schema idfields that holds the node's durable fence, as the SQL
-    functions' fence_bucket() names it: 1,024 of them, shared by nodes and layouts alike."""
-    return f"fence_{(lease_lock_key(lease_key) + node) % 1024}"
 
 
 def _live_backends(database: Database, holders: list[str]) -> set[int] | None:

@@ -48,6 +48,7 @@ from idfields.layouts import (
     Sequence,
     Timestamp,
 )
+from idfields.sql.fences import fence_nodes, fence_prefix
 
 # Implementation: nothing here is API.
 __all__: list[str] = []
@@ -411,9 +412,16 @@ def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
     # This backend's temporary sequence, found through the transaction-local setting.
     sequence = _fill("sequence", switch=_literal(f"idfields.{shape.name}"))
     candidate = f"pg_catalog.currval({sequence}) + 1"
+    first, last = fence_nodes(shape.node_min, shape.node_max)
+    fences = {
+        "fence": fence_prefix(layout.lease_key),
+        "fence_first": str(first),
+        "fence_last": str(last),
+    }
     create = _fill(
         "functions",
         **names,
+        **fences,
         issue_body=_issuer_body(layout, shape, clock),
         issue_at_body=_issuer_body(layout, shape, f"COALESCE(now_tick, {clock})"),
         ranges_arguments=", ".join(_internal_arguments(layout, shape, "n")),
@@ -422,7 +430,7 @@ def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
         sequence=sequence,
         candidate=candidate,
     )
-    return create, _fill("drop_functions", **names)
+    return create, _fill("drop_functions", **names, **fences)
 
 
 def _internal_arguments(layout: Layout, shape: _Shape, now: str) -> list[str]:

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from idfields.django_app.conf import get_settings
+from idfields.django_app.management.commands.idfields_launch import decimal_columns
 from idfields.django_app.sources import coordination_database
 from idfields.layouts import get_layout
 from tests.django_project.testapp.models import Author
@@ -71,6 +72,16 @@ def test_launch_says_what_it_recorded() -> None:
     launch = int(text.split()[1])
     assert text.startswith(f"launch {launch} recorded for 'v1.2.3'")
     assert f"IDFIELDS_LAUNCH_ID={launch}" in text
+
+
+@pytest.mark.django_db
+def test_launch_checks_every_decimal_id_column_for_ids_of_another_database() -> None:
+    """The command hands record_launch() the DecimalId columns of the project's tables in the
+    coordination database: rows there with an empty launch log are another database's
+    (tests/pg/test_launch_floor.py has the refusal)."""
+    alias = coordination_database().alias
+    assert ("testapp_ledger", "id") in decimal_columns(alias)
+    assert ("testapp_author", "id") not in decimal_columns(alias)
 
 
 @pytest.mark.django_db

@@ -111,6 +111,19 @@ def install_if_missing(conn: psycopg.Connection[Any]) -> None:
         conn.execute(sql.load(sql.VERSION))
 
 
+def as_a_database_of_its_own(copy: psycopg.Connection[Any]) -> None:
+    """A copy (pg_dump, a template) that never stands in for its source: its backends wait out
+    a grace first (L10), unless its history of the source's identities is dropped, as the
+    high-availability how-to says for copies that issue alone."""
+    recorded = copy.execute(
+        "SELECT count(*) FROM idfields_counter WHERE name LIKE 'identity:%'"
+    ).fetchone()
+    if recorded != (0,):  # the source's identity: the copy is another database
+        with pytest.raises(psycopg.errors.CannotConnectNow):
+            copy.execute("SELECT idfields.next_snowflake()")
+    copy.execute("DELETE FROM idfields_counter WHERE name LIKE 'identity:%' OR name LIKE 'epoch:%'")
+
+
 def install_layouts(pg_kwargs: dict[str, object], *layouts: Layout) -> None:
     """For a module fixture: the tables and functions (:func:`install_if_missing`), these user
     layouts' functions, and launch 1 (DecimalId needs one)."""
@@ -235,7 +248,7 @@ def install_as_plain_owner(
     for grant in (
         "GRANT CREATE ON DATABASE {d} TO {o}",
         "GRANT SELECT, INSERT, UPDATE ON idfields_node_lease, idfields_counter TO {o}",
-        "GRANT SELECT ON idfields_launch TO {o}",
+        "GRANT SELECT, INSERT ON idfields_launch TO {o}",
         "GRANT TEMPORARY ON DATABASE {d} TO {o}",
         "REVOKE TEMPORARY ON DATABASE {d} FROM PUBLIC",
         *(["GRANT pg_read_all_stats TO {o}"] if reads_stats else []),

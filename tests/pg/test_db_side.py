@@ -19,7 +19,7 @@ from idfields.coordination import LeaseSource
 from idfields.generators import make_generator
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
-from tests.pg.conftest import run_in_threads
+from tests.pg.conftest import as_a_database_of_its_own, run_in_threads
 
 SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))
 EPOCH_MS = 1_704_067_200_000
@@ -199,6 +199,7 @@ def test_pg_dump_restores_into_a_fresh_database(pg_kwargs, connect) -> None:
             capture_output=True,
         )
         restored = connect(dbname="idfields_restore_test")
+        as_a_database_of_its_own(restored)
         ids = ids_of(restored, call("next_snowflake"), 1000)
         assert ids == sorted(set(ids))
     finally:

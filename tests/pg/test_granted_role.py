@@ -62,7 +62,7 @@ def test_a_node_skipped_for_its_durable_fence_is_called_fenced(
     so (blaming other sessions' advisory locks, which no session held: 1 of 1)."""
     admin = connect()
     name = admin.execute(
-        "SELECT 'idfields.fence_' || idfields.fence_bucket(idfields.lease_lock_key(%s), 0)",
+        "SELECT idfields.fence_sequence(idfields.lease_lock_key(%s), 0)::text",
         [one_node.lease_key],
     ).fetchone()[0]
     fence = pgsql.Literal(name)
@@ -260,7 +260,7 @@ def test_a_forged_switch_never_moves_a_durable_fence(
     first.execute(hook, [tick])  # the node's first claim raises its fence
     first.close()  # its advisory lock goes with the session
     name = admin.execute(
-        "SELECT 'idfields.fence_' || idfields.fence_bucket(idfields.lease_lock_key(%s), 0)",
+        "SELECT idfields.fence_sequence(idfields.lease_lock_key(%s), 0)::text",
         [one_node.lease_key],
     ).fetchone()[0]
     fence = f"SELECT pg_sequence_last_value('{name}'::regclass)"

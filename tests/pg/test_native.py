@@ -22,6 +22,7 @@ from tests.pg.conftest import (
     BOTH_PATHS,
     Connect,
     Pair,
+    as_a_database_of_its_own,
     drop_role,
     function_calls,
     grant_as_documented,
@@ -69,8 +70,8 @@ class State:
             [layout, int(self.claim.split(":")[0])],
         ).fetchone()
         self.fence = conn.execute(
-            "SELECT f, pg_sequence_last_value(f) FROM (SELECT ('idfields.fence_' || "
-            "idfields.fence_bucket(idfields.lease_lock_key(%s), %s))::regclass AS f) AS b",
+            "SELECT f, pg_sequence_last_value(f) FROM (SELECT "
+            "idfields.fence_sequence(idfields.lease_lock_key(%s), %s) AS f) AS b",
             [layout, int(self.claim.split(":")[0])],
         ).fetchone()
 
@@ -354,6 +355,7 @@ def test_pg_dump_of_a_wired_database_restores_wired(
             ["pg_restore", *args, "-d", name], input=dump, check=True, capture_output=True
         )
         restored = connect(dbname=name)
+        as_a_database_of_its_own(restored)
         assert "idfields_native.next_snowflake()" in plan_of(
             restored, "SELECT idfields.next_snowflake()"
         )

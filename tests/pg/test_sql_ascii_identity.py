@@ -15,7 +15,7 @@ from idfields.coordination import DecimalSource, LeaseSource, record_launch
 from idfields.layouts import DECIMAL
 from tests.pg.throwaway import Cluster, available, cluster_root
 
-pytestmark = [pytest.mark.postgres, pytest.mark.slow, available]
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.cluster, available]
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +48,19 @@ def test_claims_on_an_sql_ascii_database_do_not_each_move_to_a_new_launch(
         f"{launches(ascii_cluster)} launches after one record_launch and 8 claims on one "
         "unchanged SQL_ASCII database"
     )
+
+
+def test_a_released_node_of_an_sql_ascii_database_is_claimed_again(
+    ascii_cluster: Cluster,
+) -> None:
+    """One node, claimed and released, then claimed again: with the lease rows' text read as
+    bytes, the claim saw no row, its insert met the released one, and it found no free node."""
+    ascii_cluster.database("one_node", nodes=(0, 0))
+    database = DbApiDatabase("postgresql", ascii_cluster.url("one_node"))
+    try:
+        for _ in range(2):
+            generator = make_generator("snowflake", LeaseSource(database, ttl_s=2.0))
+            generator()
+            generator.close()
+    finally:
+        database.close()

@@ -21,6 +21,13 @@ DROP FUNCTION IF EXISTS idfields."next_snowflake_at"(bigint);
 DROP FUNCTION IF EXISTS idfields."issue_snowflake_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_snowflake_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_snowflake"(regclass);
+DO $fences$
+BEGIN
+    FOR node IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('DROP SEQUENCE IF EXISTS idfields.%I', 'fence_1311434018_' || node % 1024);
+    END LOOP;
+END
+$fences$;
 DROP FUNCTION IF EXISTS idfields."take_traceid_ranges"(bigint);
 DROP FUNCTION IF EXISTS idfields."take_traceid"(bigint);
 DROP FUNCTION IF EXISTS idfields."next_traceid"();
@@ -28,6 +35,13 @@ DROP FUNCTION IF EXISTS idfields."next_traceid_at"(bigint);
 DROP FUNCTION IF EXISTS idfields."issue_traceid_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_traceid_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_traceid"(regclass);
+DO $fences$
+BEGIN
+    FOR node IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('DROP SEQUENCE IF EXISTS idfields.%I', 'fence_1705534813_' || node % 1024);
+    END LOOP;
+END
+$fences$;
 -- END built-in layouts
 DROP FUNCTION IF EXISTS idfields.time_next(idfields.geometry, bigint, regclass, bigint);
 DROP FUNCTION IF EXISTS idfields.take_id_ranges(idfields.geometry, bigint, regclass);
@@ -52,16 +66,12 @@ DROP FUNCTION IF EXISTS idfields.time_refuse(text, text, regclass);
 DROP FUNCTION IF EXISTS idfields.time_sequence(text);
 DROP TYPE IF EXISTS idfields.geometry;
 DROP FUNCTION IF EXISTS idfields.commit_durably();
-DROP FUNCTION IF EXISTS idfields.raise_node_fence(integer, bigint);
+DROP FUNCTION IF EXISTS idfields.database_epoch(bigint);
+DROP FUNCTION IF EXISTS idfields.record_epoch(text, bigint, boolean, bigint);
+DROP FUNCTION IF EXISTS idfields.record_change_launch(text);
+DROP FUNCTION IF EXISTS idfields.raise_node_fence(integer, integer, bigint);
 DROP FUNCTION IF EXISTS idfields.node_fence_ms(integer, integer);
-DROP FUNCTION IF EXISTS idfields.fence_bucket(integer, integer);
-DO $fences$
-BEGIN
-    FOR bucket IN 0..1023 LOOP
-        EXECUTE pg_catalog.format('DROP SEQUENCE IF EXISTS idfields.%I', 'fence_' || bucket);
-    END LOOP;
-END
-$fences$;
+DROP FUNCTION IF EXISTS idfields.fence_sequence(integer, integer);
 DROP FUNCTION IF EXISTS idfields.clock_us();
 DROP FUNCTION IF EXISTS idfields.clock_ms();
 DROP FUNCTION IF EXISTS idfields.backend_holder();

@@ -78,7 +78,7 @@ DO $owner$
 DECLARE
     needed text[] := ARRAY['@lease_schema@.idfields_node_lease:SELECT, INSERT, UPDATE',
         '@lease_schema@.idfields_counter:SELECT, INSERT, UPDATE',
-        '@lease_schema@.idfields_launch:SELECT'];
+        '@lease_schema@.idfields_launch:SELECT, INSERT'];
     item text;
 BEGIN
     FOREACH item IN ARRAY needed LOOP
@@ -98,33 +98,25 @@ BEGIN
 END
 $owner$;
 
--- Durable fences (invariant D7 of docs/explanation/lease-protocol-database.md): 1,024 permanent
--- sequences, idfields.fence_0 .. fence_1023, owned by the installing role; everyone may read
--- them (SELECT: no nextval(), no setval()), only the owner (the functions) writes them.
--- A node of a layout maps to fence_<(lease_lock_key(lease key) + node) % 1024>, so the 1,024
--- nodes of a layout have one each; a layout with more nodes shares each among its nodes that
--- agree mod 1,024 (traceid: 64), and a sequence holds the largest value any of them wrote. The
--- value is unix ms: no ID of those nodes lies at or past it beyond what their committed lease
--- rows say. setval() is not undone by ROLLBACK, nor by DISCARD or the backend's exit, which
--- undo or drop everything else a backend keeps.
-DO $fences$
-BEGIN
-    FOR bucket IN 0..1023 LOOP
-        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
-            'fence_' || bucket);
-        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
-            'fence_' || bucket);
-        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
-            'fence_' || bucket);
-    END LOOP;
-END
-$fences$;
+-- Durable fences (invariant D7 of docs/explanation/lease-protocol-database.md): permanent
+-- sequences of each layout, idfields.fence_<lease_lock_key(lease key)>_<node % 1024>, which its
+-- install creates (the layout's functions below, and those of user layouts), owned by the
+-- installing role; everyone may read them (SELECT: no nextval(), no setval()), only the owner
+-- (the functions) writes them. A layout's 1,024 first nodes have one each; a layout with more
+-- nodes shares each among its nodes that agree mod 1,024 (traceid: 64), and a sequence holds
+-- the largest value any of them wrote. No two layouts share one: a layout of long ticks runs
+-- its fences further ahead of the clock than another layout's window. The value is unix ms: no
+-- ID of those nodes lies at or past it beyond what their committed lease rows say. setval() is
+-- not undone by ROLLBACK, nor by DISCARD or the backend's exit, which undo or drop everything
+-- else a backend keeps.
 
--- The fence sequence of a node: fence_<fence_bucket(lease_lock_key(lease key), node)>.
-CREATE OR REPLACE FUNCTION idfields.fence_bucket(lock_key integer, node integer) RETURNS integer
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+-- The fence sequence of a node of the layout whose lease_lock_key() is lock_key; NULL where the
+-- layout's functions are not installed.
+CREATE OR REPLACE FUNCTION idfields.fence_sequence(lock_key integer, node integer)
+RETURNS regclass
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
 BEGIN ATOMIC
-    SELECT ((lock_key::bigint + node) % 1024)::integer;
+    SELECT pg_catalog.to_regclass('idfields.fence_' || lock_key || '_' || node % 1024);
 END;
 
 -- The durable fence of a node, unix ms (0: none written): a claim of the node starts at or
@@ -133,39 +125,47 @@ END;
 CREATE OR REPLACE FUNCTION idfields.node_fence_ms(lock_key integer, node integer) RETURNS bigint
 LANGUAGE sql VOLATILE STRICT PARALLEL SAFE
 BEGIN ATOMIC
-    SELECT COALESCE(pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass(
-        'idfields.fence_' || idfields.fence_bucket(lock_key, node))), 0);
+    SELECT COALESCE(pg_catalog.pg_sequence_last_value(idfields.fence_sequence(lock_key, node)),
+        0);
 END;
 
--- Raise the fence sequence fence_<bucket> to until_ms (never lowers it). Nodes share a
--- sequence, and setval() is no compare-and-set: an advisory lock of the sequence (class
--- 1057257585 = lease_lock_key('idfields_fence'), object the bucket) makes the read and the
--- write one step. It is a transaction lock taken inside a block that always ends in an
--- exception: the block's subtransaction ends, and lets the lock go, before the function
--- returns, whether the raise wrote, failed or was cancelled (setval() is not undone with it).
--- Every role may take advisory locks: a session holding this one is waited for about a second
--- at most, then named. A raise to where the fence stands takes no lock. Few statements: after
--- a pooler's DISCARD ALL each one is planned again.
-CREATE OR REPLACE FUNCTION idfields.raise_node_fence(bucket integer, until_ms bigint)
+-- Raise a node's fence sequence to until_ms (never lowers it). Nodes share a sequence, and
+-- setval() is no compare-and-set: an advisory lock (class 1057257585 =
+-- lease_lock_key('idfields_fence'), object node % 1024, which layouts share: it only orders the
+-- raises) makes the read and the write one step. It is a transaction lock taken inside a block
+-- that always ends in an exception: the block's subtransaction ends, and lets the lock go,
+-- before the function returns, whether the raise wrote, failed or was cancelled (setval() is not
+-- undone with it). Every role may take advisory locks: a session holding this one is waited for
+-- about a second at most, then named. A raise to where the fence stands takes no lock. Few
+-- statements: after a pooler's DISCARD ALL each one is planned again.
+CREATE OR REPLACE FUNCTION idfields.raise_node_fence(lock_key integer, node integer,
+    until_ms bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('idfields.fence_' || bucket);
+    seq regclass := idfields.fence_sequence(lock_key, node);
     waited_ms integer := 0;
 BEGIN
+    IF seq IS NULL THEN
+        RAISE EXCEPTION 'idfields: the durable fence idfields.fence_%_% is missing', lock_key,
+            node % 1024
+            USING ERRCODE = '55000',
+            HINT = 'The layout''s functions create its fences: install them again '
+                   '(InstallLayoutFunctions, or the SQL functions for snowflake and traceid).';
+    END IF;
     IF until_ms <= COALESCE(pg_catalog.pg_sequence_last_value(seq), 0) THEN
         RETURN;  -- a fence only grows: a raise to where it stands writes nothing
     END IF;
     BEGIN
-        WHILE NOT pg_catalog.pg_try_advisory_xact_lock(1057257585, bucket) LOOP
+        WHILE NOT pg_catalog.pg_try_advisory_xact_lock(1057257585, node % 1024) LOOP
             IF waited_ms >= 1000 THEN
-                RAISE EXCEPTION 'idfields: the durable fence idfields.fence_% is locked by the '
-                    'session of pid % (advisory lock of class 1057257585, object %) for over '
-                    '1 s; only the idfields functions take it, for a few microseconds', bucket,
+                RAISE EXCEPTION 'idfields: the durable fence % is locked by the session of pid % '
+                    '(advisory lock of class 1057257585, object %) for over 1 s; only the '
+                    'idfields functions take it, for a few microseconds', seq,
                     (SELECT pg_catalog.string_agg(l.pid::text, ', ') FROM pg_catalog.pg_locks AS l
                      WHERE l.locktype = 'advisory' AND l.granted AND l.classid = 1057257585
-                       AND l.objid = bucket AND l.objsubid = 2), bucket
+                       AND l.objid = node % 1024 AND l.objsubid = 2), node % 1024
                     USING ERRCODE = '55P03',
                     HINT = 'End that session (pg_terminate_backend(pid)) or have it call '
                            'pg_advisory_unlock_all(), then retry; no ID was issued.';
@@ -188,6 +188,143 @@ $$;
 CREATE OR REPLACE FUNCTION idfields.lease_table() RETURNS regclass
 LANGUAGE sql STABLE PARALLEL SAFE
 AS $$ SELECT pg_catalog.to_regclass('@lease_schema@.idfields_node_lease') $$;
+
+-- The coordination database's epochs (invariants L10 and L11 of
+-- docs/explanation/lease-protocol.md), in the rows and by the rule app claims keep
+-- (idfields/coordination/_identity.py). The database is known by its identity, system
+-- identifier / timeline / database OID. 'epoch:<identity>' (counter table, server-clock unix ms)
+-- is since when it holds every commit: the server's start when the identity is first recorded
+-- or the server restarted since, the time it was first seen when the identity changed (a
+-- promoted standby, a restore, a copy). 'identity:<identity>' is the end of the grace after its
+-- last possible loss, 0 for none. A restart through crash recovery counts as a loss: a restored
+-- snapshot of a running server's disk keeps the identity, and so does a crash that lost a
+-- rolled-back transaction's durable fence. A clean restart does not.
+
+-- Step: a new launch for DecimalId when any launch is recorded, as record_launch() takes it
+-- (the 'launch' counter and max(id) + 1): generator ids of the older launches that the database
+-- forgot may be in use.
+CREATE OR REPLACE FUNCTION idfields.record_change_launch(what text) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    counted bigint;
+    launch bigint;
+BEGIN
+    IF NOT EXISTS (SELECT FROM @lease_schema@.idfields_launch) THEN
+        RETURN;
+    END IF;
+    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES ('launch', 0)
+    ON CONFLICT (name) DO NOTHING;
+    UPDATE @lease_schema@.idfields_counter AS c SET value = c.value + 1 WHERE c.name = 'launch'
+    RETURNING c.value INTO counted;
+    launch := GREATEST(counted, (SELECT max(l.id) FROM @lease_schema@.idfields_launch AS l) + 1);
+    IF launch > 99999 THEN
+        RAISE EXCEPTION 'idfields: all 99,999 launch ids are used, so no DecimalId generator can '
+            'start' USING ERRCODE = '53400',
+            HINT = 'Move DecimalId columns to a new layout (or a time-based one).';
+    END IF;
+    UPDATE @lease_schema@.idfields_counter AS c SET value = launch
+    WHERE c.name = 'launch' AND c.value <> launch;
+    INSERT INTO @lease_schema@.idfields_launch (id, label, created_at)
+    VALUES (launch, pg_catalog.left('idfields: coordination database changed (' || what || ')',
+        100), pg_catalog.now());
+END
+$$;
+
+-- Step: record a new epoch of the database known as identity, its server started at started
+-- (unix ms): the identity first recorded, changed (the epoch starts now) or restarted. Where it
+-- changed, or the server came up through crash recovery (recovered), the epoch may have lost
+-- commits: a grace of the longest lease recorded (longest) and a second for the clocks from its
+-- start, and a new launch for DecimalId. The write of the epoch row decides which of concurrent
+-- claims records it.
+CREATE OR REPLACE FUNCTION idfields.record_epoch(
+    identity text, started bigint, recovered boolean, longest bigint
+) RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    now_ms bigint := idfields.clock_ms();
+    known boolean;
+    since bigint;
+BEGIN
+    IF NOT EXISTS (SELECT FROM @lease_schema@.idfields_counter AS c
+                   WHERE c.name = 'identity:' || identity) THEN
+        known := EXISTS (SELECT FROM @lease_schema@.idfields_counter AS c
+                         WHERE c.name LIKE 'identity:%');
+        since := CASE WHEN known THEN now_ms ELSE started END;
+        INSERT INTO @lease_schema@.idfields_counter (name, value)
+        VALUES ('epoch:' || identity, since) ON CONFLICT (name) DO NOTHING;
+        IF FOUND THEN
+            IF known OR recovered THEN
+                PERFORM idfields.record_change_launch(identity);
+            END IF;
+            INSERT INTO @lease_schema@.idfields_counter (name, value)
+            VALUES ('identity:' || identity,
+                CASE WHEN known OR recovered THEN since + longest + 1000 ELSE 0 END)
+            ON CONFLICT (name) DO NOTHING;
+        END IF;
+        RETURN;
+    END IF;
+    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES ('epoch:' || identity, 0)
+    ON CONFLICT (name) DO NOTHING;
+    UPDATE @lease_schema@.idfields_counter AS c SET value = started
+    WHERE c.name = 'epoch:' || identity AND c.value < started;
+    IF FOUND AND recovered THEN
+        PERFORM idfields.record_change_launch(identity || ' restarted');
+        UPDATE @lease_schema@.idfields_counter AS c
+        SET value = GREATEST(c.value, started + longest + 1000)
+        WHERE c.name = 'identity:' || identity;
+    END IF;
+END
+$$;
+
+-- Step: the end of the grace after the database's last possible loss (unix ms; 0: none), its
+-- epoch recorded where it is new (record_epoch), and horizon_ms recorded among the leases a
+-- grace covers (how far the caller's holders issue past their clock). One statement where
+-- nothing is new: after a pooler's DISCARD ALL each statement is planned again.
+CREATE OR REPLACE FUNCTION idfields.database_epoch(horizon_ms bigint) RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    identity text;
+    started bigint;
+    recovered boolean;
+    grace bigint;
+    since bigint;
+    longest bigint;
+BEGIN
+    FOR attempt IN 1..2 LOOP
+        SELECT s.identity, s.started, s.recovered,
+            max(c.value) FILTER (WHERE c.name = 'identity:' || s.identity),
+            max(c.value) FILTER (WHERE c.name = 'epoch:' || s.identity),
+            COALESCE(max(c.value) FILTER (WHERE c.name = 'lease ttl ms'), 0)
+        INTO identity, started, recovered, grace, since, longest
+        FROM (SELECT (SELECT p.system_identifier FROM pg_catalog.pg_control_system() AS p)::text
+                  || '/' || ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(
+                      pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint || '/'
+                  || (SELECT d.oid FROM pg_catalog.pg_database AS d
+                      WHERE d.datname = pg_catalog.current_database()) AS identity,
+                  CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000
+                      AS bigint) AS started,
+                  -- Crash recovery discards the statistics, and resets them as the server
+                  -- starts; a clean start reads them back, reset time included.
+                  pg_catalog.pg_stat_get_bgwriter_stat_reset_time()
+                      >= pg_catalog.pg_postmaster_start_time() AS recovered) AS s
+        LEFT JOIN @lease_schema@.idfields_counter AS c
+            ON c.name IN ('identity:' || s.identity, 'epoch:' || s.identity, 'lease ttl ms')
+        GROUP BY s.identity, s.started, s.recovered;
+        IF horizon_ms > longest THEN
+            INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
+            VALUES ('lease ttl ms', horizon_ms)
+            ON CONFLICT (name) DO UPDATE SET value = GREATEST(c.value, EXCLUDED.value);
+            longest := horizon_ms;
+        END IF;
+        EXIT WHEN grace IS NOT NULL AND since >= started;
+        PERFORM idfields.record_epoch(identity, started, recovered, longest);
+    END LOOP;
+    RETURN grace;
+END
+$$;
 
 -- The nodes this database issues on, set below by the install (see the header).
 DO $node_range$
@@ -506,7 +643,7 @@ DECLARE
     node_mask bigint := 1;
     pos_node integer;
     fenced integer := 0;
-    held bigint;
+    locked bigint;  -- nodes whose advisory lock another session holds
     cand record;
 BEGIN
     IF last IS NOT NULL THEN  -- the node of the last ID issued
@@ -551,23 +688,29 @@ BEGIN
                 'holds none of them. Install the functions with a range that holds some '
                 '(nodes=).', shape.node_min, shape.node_max);
     END IF;
-    IF claimed IS NULL THEN
-        SELECT pg_catalog.count(*) INTO held FROM @lease_schema@.idfields_node_lease AS l
-        WHERE l.layout = shape.lease_key AND l.expires_at_ms >= now_ms
-          AND l.node BETWEEN first_node AND last_node;
+    IF claimed IS NULL THEN  -- each node counted once: fenced, locked without a live row, or held
+        SELECT pg_catalog.count(DISTINCT l.objid) INTO locked FROM pg_catalog.pg_locks AS l
+        WHERE l.locktype = 'advisory' AND l.granted AND l.pid <> pg_catalog.pg_backend_pid()
+          AND l.classid = key::oid AND l.objsubid = 2
+          AND l.objid::bigint BETWEEN first_node AND last_node AND l.database = (
+              SELECT d.oid FROM pg_catalog.pg_database AS d
+              WHERE d.datname = pg_catalog.current_database())
+          AND NOT EXISTS (SELECT FROM @lease_schema@.idfields_node_lease AS r
+                          WHERE r.layout = shape.lease_key AND r.node = l.objid::bigint
+                            AND r.expires_at_ms >= now_ms);
         RAISE EXCEPTION 'idfields: no free % node: % of % are held by live leases, '
             '% are locked by other sessions (advisory locks of class %), % are fenced: '
-            'their durable fences (idfields.fence_<n>) lie more than % ticks ahead of '
-            'the clock', shape.layout, held, last_node - first_node + 1,
-            last_node - first_node + 1 - held - fenced, key, fenced, shape.max_ahead
+            'their durable fences (idfields.fence_%_<n>) lie more than % ticks ahead of '
+            'the clock', shape.layout, last_node - first_node + 1 - locked - fenced,
+            last_node - first_node + 1, locked, key, fenced, key, shape.max_ahead
             USING ERRCODE = '53400',
             HINT = 'See idfields.node_holders for the leases and pg_locks (locktype '
                    '''advisory'', that classid) for the locks. Use fewer connections '
                    'that generate IDs, wait for dead holders'' leases to lapse, end the '
                    'sessions holding stray advisory locks, or choose a layout with more '
-                   'node bits. A durable fence lies ahead when a node sharing its '
-                   'sequence ran ahead or the clock stepped back: IDs resume on that '
-                   'node once the clock nears it.';
+                   'node bits. A durable fence lies ahead when a backend ran ahead on a '
+                   'node sharing its sequence, or the clock stepped back: IDs resume on '
+                   'that node once the clock nears it.';
     END IF;
     -- A range narrowed while this claim waited for the table is seen now (each statement reads
     -- the latest commit): the claim is undone, never kept outside it.
@@ -640,6 +783,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
     first_node integer; last_node integer; fenced_until_ms bigint;  -- the database's range
+    grace bigint;  -- the end of the grace of the database's epoch
 BEGIN
     promise := GREATEST(now_ms + shape.lease_ms,
         (shape.epoch_us + (tick + 2) * shape.unit_us + 999) / 1000 + margin);
@@ -655,10 +799,24 @@ BEGIN
         claimed := CASE WHEN FOUND THEN claimed END;  -- lapsed, or an app process took it
     END IF;
     IF claimed IS NULL THEN  -- a new claim starts after the position: it continues nothing
+        -- L11: none while the grace of the database's epoch lasts, and none before its end.
+        -- The backend's IDs run at most max_ahead ticks, and the tick, past its clock.
+        grace := idfields.database_epoch((shape.max_ahead + 1) * shape.unit_us / 1000);
+        IF now_ms < grace THEN
+            RAISE EXCEPTION 'idfields: the coordination database restarted or changed and may '
+                'have lost its last lease claims, so no % node is claimed until % (unix ms, % s '
+                'from now)', shape.layout, grace, ((grace - now_ms) / 1000.0)::numeric(12, 1)
+                USING ERRCODE = '57P03',
+                HINT = 'Live processes may still issue on leases the database forgot (after a '
+                       'restart, a restored snapshot, a failover, a restore or a copy): retry '
+                       'once the longest lease ttl and a second have passed since. To avoid '
+                       'the wait after a failover, fail over only to a synchronous standby '
+                       '(docs/how-to/high-availability.md).';
+        END IF;
         acquired := now_ms;
         SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
             margin, now_tick, now_ms, last, first_node, last_node, fenced_until_ms,
-            GREATEST(tick, pos_tick + 1));
+            GREATEST(tick, pos_tick + 1, (grace * 1000 - shape.epoch_us) / shape.unit_us + 1));
     END IF;
 END
 $$;
@@ -674,7 +832,7 @@ CREATE OR REPLACE FUNCTION idfields.time_record_claim(
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 BEGIN
-    PERFORM idfields.raise_node_fence(idfields.fence_bucket(key, claimed), GREATEST(
+    PERFORM idfields.raise_node_fence(key, claimed, GREATEST(
         CASE WHEN NOT shape.wraps THEN promise - margin END,
         (shape.epoch_us + (tick + 1) * shape.unit_us + 999) / 1000));
     PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_lease',
@@ -906,6 +1064,20 @@ $$;
 -- bulk forms, as idfields.sql.layouts renders them from idfields/sql/templates/layout.sql, the
 -- template of user layouts.
 -- BEGIN built-in layouts, as idfields.sql.layouts renders them
+-- The layout's durable fences (D7), idfields.fence_<lease_lock_key(lease key)>_<node % 1024>.
+DO $fences$
+BEGIN
+    FOR node IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            'fence_1311434018_' || node % 1024);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            'fence_1311434018_' || node % 1024);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            'fence_1311434018_' || node % 1024);
+    END LOOP;
+END
+$fences$;
+
 CREATE OR REPLACE FUNCTION idfields."issue_snowflake"(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -1028,6 +1200,20 @@ BEGIN ATOMIC
     SELECT r.first_id, r.last_id
     FROM idfields."issue_snowflake_ranges"(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
+
+-- The layout's durable fences (D7), idfields.fence_<lease_lock_key(lease key)>_<node % 1024>.
+DO $fences$
+BEGIN
+    FOR node IN 0..1023 LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            'fence_1705534813_' || node % 1024);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            'fence_1705534813_' || node % 1024);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            'fence_1705534813_' || node % 1024);
+    END LOOP;
+END
+$fences$;
 
 CREATE OR REPLACE FUNCTION idfields."issue_traceid"(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
@@ -1280,6 +1466,7 @@ DECLARE
     block bigint;
     usable boolean;
     generator bigint;
+    moved integer;  -- the launch recorded at the database's last change of epoch
 BEGIN
     IF pg_catalog.pg_is_in_recovery() THEN
         RAISE EXCEPTION 'idfields: cannot issue decimal IDs on a hot standby'
@@ -1300,13 +1487,17 @@ BEGIN
         seq := pg_catalog.to_regclass('pg_temp.idfields_decimal');
     END IF;
     PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
-    SELECT max(l.id) INTO newest FROM @lease_schema@.idfields_launch AS l;
+    -- L11: after a change of the database's epoch, a generator id of the launch recorded then.
+    PERFORM idfields.database_epoch(0);
+    SELECT max(l.id), COALESCE(max(l.id) FILTER (
+            WHERE l.label LIKE 'idfields: coordination database changed%'), 0)
+    INTO newest, moved FROM @lease_schema@.idfields_launch AS l;
     LOOP
         issued := pg_catalog.nextval('idfields.decimal_issued');
         issued_launch := issued / 100000000000;
         issued_taken := issued / 100000 % 1000000;
         block := issued % 100000;
-        usable := issued_taken > 0 AND block <= 92233;
+        usable := issued_taken > 0 AND block <= 92233 AND issued_launch >= moved;
         IF usable AND newest > issued_launch AND pg_catalog.current_setting(
                 'idfields.decimal_claimed', true) IS DISTINCT FROM 'on' THEN
             usable := idfields.decimal_cover_generator(issued_launch, issued_taken);
@@ -1318,6 +1509,10 @@ BEGIN
         PERFORM pg_catalog.pg_advisory_xact_lock(625490655, 0);
         CONTINUE WHEN COALESCE(pg_catalog.pg_sequence_last_value('idfields.decimal_issued'), 0)
             / 100000 <> issued / 100000;
+        IF issued_launch < moved THEN  -- the allocator's state may be what the database lost
+            issued_launch := 0;
+            issued_taken := 0;
+        END IF;
         SELECT * INTO issued_launch, issued_taken
         FROM idfields.decimal_take_generator(newest, issued_launch, issued_taken);
         block := 1;
@@ -1436,10 +1631,12 @@ REVOKE ALL ON FUNCTION
         integer, integer, text, bigint, integer),
     idfields.time_claim_new_node(idfields.geometry, integer, bigint, bigint, bigint, integer,
         integer, text, bigint, integer),
-    idfields.fence_bucket(integer, integer), idfields.node_fence_ms(integer, integer),
-    idfields.raise_node_fence(integer, bigint), idfields.commit_durably(),
+    idfields.fence_sequence(integer, integer), idfields.node_fence_ms(integer, integer),
+    idfields.raise_node_fence(integer, integer, bigint), idfields.commit_durably(),
     idfields.decimal_cover_generator(integer, bigint),
-    idfields.decimal_take_generator(integer, integer, bigint)
+    idfields.decimal_take_generator(integer, integer, bigint),
+    idfields.record_change_launch(text), idfields.record_epoch(text, bigint, boolean, bigint),
+    idfields.database_epoch(bigint)
     FROM PUBLIC;
 
 -- Who holds which node, app processes and database backends alike (manage.py idfields_nodes

@@ -20,6 +20,20 @@ SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 SELECT pg_catalog.set_config('search_path',
     pg_catalog.current_setting('idfields.install_search_path'), true);
 -- @@ functions
+-- The layout's durable fences (D7), idfields.fence_<lease_lock_key(lease key)>_<node % 1024>.
+DO $fences$
+BEGIN
+    FOR node IN @fence_first@..@fence_last@ LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            '@fence@' || node % 1024);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            '@fence@' || node % 1024);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            '@fence@' || node % 1024);
+    END LOOP;
+END
+$fences$;
+
 CREATE OR REPLACE FUNCTION idfields.@issue@(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -171,6 +185,13 @@ DROP FUNCTION IF EXISTS idfields.@hook@(bigint);
 DROP FUNCTION IF EXISTS idfields.@issue_ranges@(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.@issue_at@(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.@issue@(regclass);
+DO $fences$
+BEGIN
+    FOR node IN @fence_first@..@fence_last@ LOOP
+        EXECUTE pg_catalog.format('DROP SEQUENCE IF EXISTS idfields.%I', '@fence@' || node % 1024);
+    END LOOP;
+END
+$fences$;
 -- @@ drop_decoder_at_reference
 DROP FUNCTION IF EXISTS idfields.@decoder@(bigint, timestamptz);
 -- @@ drop_decoder

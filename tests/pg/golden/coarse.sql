@@ -3,6 +3,20 @@ SELECT pg_catalog.set_config('idfields.install_search_path',
     pg_catalog.current_setting('search_path'), true);
 SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
 
+-- The layout's durable fences (D7), idfields.fence_<lease_lock_key(lease key)>_<node % 1024>.
+DO $fences$
+BEGIN
+    FOR node IN 0..255 LOOP
+        EXECUTE pg_catalog.format('CREATE SEQUENCE IF NOT EXISTS idfields.%I MINVALUE 0 START 0',
+            'fence_1752102982_' || node % 1024);
+        EXECUTE pg_catalog.format('REVOKE ALL ON SEQUENCE idfields.%I FROM PUBLIC',
+            'fence_1752102982_' || node % 1024);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE idfields.%I TO PUBLIC',
+            'fence_1752102982_' || node % 1024);
+    END LOOP;
+END
+$fences$;
+
 CREATE OR REPLACE FUNCTION idfields."issue_coarse"(visible_lease regclass) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
@@ -154,4 +168,11 @@ DROP FUNCTION IF EXISTS idfields."next_coarse_at"(bigint);
 DROP FUNCTION IF EXISTS idfields."issue_coarse_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_coarse_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_coarse"(regclass);
+DO $fences$
+BEGIN
+    FOR node IN 0..255 LOOP
+        EXECUTE pg_catalog.format('DROP SEQUENCE IF EXISTS idfields.%I', 'fence_1752102982_' || node % 1024);
+    END LOOP;
+END
+$fences$;
 DROP FUNCTION IF EXISTS idfields."decode_coarse"(bigint);

@@ -23,7 +23,7 @@ def test_a_forged_promise_never_moves_a_durable_fence(
     admin = connect()
     fence = pgsql.Literal(
         admin.execute(
-            "SELECT 'idfields.fence_' || idfields.fence_bucket(idfields.lease_lock_key(%s), 0)",
+            "SELECT idfields.fence_sequence(idfields.lease_lock_key(%s), 0)::text",
             [one_node.lease_key],
         ).fetchone()[0]
     )
@@ -69,7 +69,7 @@ def test_a_forged_claim_never_moves_the_fence_of_a_node_held_by_another(
     admin = connect()
     fence = pgsql.Literal(
         admin.execute(
-            "SELECT 'idfields.fence_' || idfields.fence_bucket(idfields.lease_lock_key(%s), 0)",
+            "SELECT idfields.fence_sequence(idfields.lease_lock_key(%s), 0)::text",
             [one_node.lease_key],
         ).fetchone()[0]
     )
@@ -132,8 +132,9 @@ def test_forged_claims_never_fence_off_every_node(
                 with contextlib.suppress(psycopg.errors.ConfigurationLimitExceeded):
                     app.execute("SELECT idfields.next_snowflake()")
         far = admin.execute(
-            "SELECT count(*) FROM generate_series(0, 1023) AS b WHERE pg_sequence_last_value("
-            "('idfields.fence_' || b)::regclass) > idfields.clock_ms() + 10000"
+            "SELECT count(*) FROM generate_series(0, 1023) AS b, (VALUES ('snowflake'), "
+            "('traceid')) AS l(k) WHERE pg_sequence_last_value(idfields.fence_sequence("
+            "idfields.lease_lock_key(l.k), b)) > idfields.clock_ms() + 10000"
         ).fetchone()[0]
         refused = []
         for layout in ("snowflake", "traceid"):

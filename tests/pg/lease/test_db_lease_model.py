@@ -23,8 +23,8 @@ from psycopg import sql
 
 from idfields import ClockMovedBackwards, NodeError, make_generator
 from idfields.coordination import LeaseSource
-from idfields.coordination._leases import _fence_sequence
 from idfields.layouts import SNOWFLAKE_EPOCH, Layout
+from idfields.sql.fences import fence_sequence
 from tests.pg.conftest import Connect, terminate
 
 EPOCH_MS = int(SNOWFLAKE_EPOCH.timestamp() * 1000)
@@ -176,7 +176,7 @@ class DatabaseLeases(RuleBasedStateMachine):
             "DELETE FROM idfields_node_lease WHERE layout = %s", [self.world.layout.lease_key]
         )
         # the next example starts from an empty node, its fence included
-        fence = f"idfields.{_fence_sequence(self.world.layout.lease_key, 0)}"
+        fence = f"idfields.{fence_sequence(self.world.layout.lease_key, 0)}"
         self.admin.execute(
             "SELECT setval(f, 0) FROM to_regclass(%s) AS f WHERE f IS NOT NULL", [fence]
         )

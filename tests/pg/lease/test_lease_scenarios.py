@@ -1,7 +1,9 @@
 """The lease rules, written twice (the app's in ``idfields.coordination._leases``, the database
 backends' in PL/pgSQL), run from one table of scenarios: the lease rows and durable fences a claim
 finds, and what claiming does for an app process (a ``LeaseSource``) and for a database backend
-(``idfields.next_<layout>_at(tick)``), on a real PostgreSQL.
+(``idfields.next_<layout>_at(tick)``), on a real PostgreSQL; and a table of the coordination
+database's epochs (L10, L11): what a claim does after the database may have lost its recent
+past, by the epoch rows it finds.
 
 Each scenario's layout has two nodes; node 0 is always held by a live app process, so the
 outcome is the fate of node 1: claimed (and the earliest millisecond the claimer may issue in),
@@ -17,14 +19,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import databases
 import psycopg
 import pytest
+from databases import DbUrl
 from dbapi_database import DbApiDatabase
 
-from idfields import NodeError
-from idfields.coordination import LeaseSource
-from idfields.layouts import Layout, Node, Sequence, Timestamp
-from tests.pg.conftest import install_layouts
+from idfields import NodeError, sql
+from idfields.coordination import LeaseSource, _identity
+from idfields.layouts import Layout, Node, Sequence, Timestamp, get_layout
+from tests.pg.conftest import TABLES, install_layouts
 
 MS = 1_000_000
 EPOCH = datetime(2024, 1, 1, tzinfo=UTC)
@@ -130,8 +134,7 @@ def set_up(
         )
     if scenario.fence is not None:
         admin.execute(
-            "SELECT setval(format('idfields.fence_%%s', idfields.fence_bucket("
-            "idfields.lease_lock_key(%s), 1))::regclass, %s)",
+            "SELECT setval(idfields.fence_sequence(idfields.lease_lock_key(%s), 1), %s)",
             [layout.lease_key, now + scenario.fence],
         )
 
@@ -211,3 +214,138 @@ def test_each_lease_scenario_through_both_implementations(
         if not agrees(got, wanted[who], now)
     }
     assert not wrong, f"{scenario.name}: (got, wanted) relative to {now}: {wrong}"
+
+
+# The database's epochs (L10, L11): what a claim does after the coordination database may have
+# lost its recent past, by the rows it finds in idfields_counter. Offsets are milliseconds from
+# the server's clock; the server's own start and identity fill in the rows.
+WAITS = "waits"
+
+
+@dataclass(frozen=True)
+class EpochScenario:
+    """The epoch rows a claim finds (None: none), and each claimer's outcome: the earliest
+    millisecond (offset) it issues in, or WAITS for the grace."""
+
+    name: str
+    identity: str | None  # "own", or another database's identity
+    since: int | None = None  # offset; None: the server's start
+    grace: int = 0  # offset; 0: no grace recorded
+    app: int | str = 0
+    backend: int | str = 0
+
+
+OTHER = "6000000000000000000/1/1"
+EPOCH_SCENARIOS = [
+    EpochScenario("first record", None),
+    EpochScenario("the identity recorded, nothing lost", "own"),
+    EpochScenario("another identity recorded: changed", OTHER, app=WAITS, backend=WAITS),
+    EpochScenario("a grace running", "own", since=-5_000, grace=30_000, app=WAITS, backend=WAITS),
+    EpochScenario("a grace ended", "own", since=-30_000, grace=-100),
+    EpochScenario("recorded before a clean restart", "own", since=-(10**9)),
+]
+
+
+@pytest.fixture
+def scratch(postgres_url: str) -> Iterator[DbUrl]:
+    """A database of its own (its epoch rows are its own), with the tables and functions."""
+    with databases.scratch_database(postgres_url) as url:
+        target = DbUrl.parse(url)
+        with psycopg.connect(**target.psycopg_kwargs(), autocommit=True) as conn:
+            conn.execute(TABLES)
+            conn.execute(sql.load(sql.VERSION).encode())
+        yield target
+
+
+def epoch_rows(conn: psycopg.Connection[Any], scenario: EpochScenario) -> tuple[int, bool]:
+    """The scenario's rows written; (the server's clock, whether its start counts as a crash
+    recovery)."""
+    now, started, recovered, identity = conn.execute(_identity._CURRENT).fetchone() or ()
+    if scenario.identity is not None:
+        name = identity if scenario.identity == "own" else scenario.identity
+        if isinstance(name, bytes):
+            name = name.decode()
+        since = started if scenario.since is None else now + scenario.since
+        grace = 0 if not scenario.grace else now + scenario.grace
+        conn.execute(
+            "INSERT INTO idfields_counter (name, value) VALUES (%s, %s), (%s, %s)",
+            [f"epoch:{name}", since, f"identity:{name}", grace],
+        )
+    return int(now), bool(recovered)
+
+
+def app_claims_in(url: DbUrl, now: int) -> tuple[int, int] | str:
+    database = DbApiDatabase("postgresql", str(url))
+    try:
+        lease = LeaseSource(database, clock=lambda: now * MS).acquire(get_layout("snowflake"))
+    except NodeError as error:
+        assert "restarted" in str(error) or "changed" in str(error), error
+        return WAITS
+    finally:
+        database.close()
+    return int(lease.values["node"]), max(now, lease.not_before_ns // MS + 1)
+
+
+def backend_claims_in(url: DbUrl, now: int) -> tuple[int, int] | str:
+    with psycopg.connect(**url.psycopg_kwargs(), autocommit=True) as conn:
+        try:
+            row = conn.execute("SELECT idfields.next_snowflake_at(%s)", [now - EPOCH_MS]).fetchone()
+        except psycopg.errors.CannotConnectNow:  # 57P03
+            return WAITS
+    assert row is not None
+    values = get_layout("snowflake").decode(int(row[0])).values
+    return int(values["node"]), EPOCH_MS + int(values["timestamp"])
+
+
+@pytest.mark.parametrize("scenario", EPOCH_SCENARIOS, ids=[s.name for s in EPOCH_SCENARIOS])
+def test_each_epoch_scenario_through_both_implementations(
+    scenario: EpochScenario, scratch: DbUrl
+) -> None:
+    """Each claimer in a copy of the scenario of its own (the first records what it finds)."""
+    claimers = {"app (Python)": app_claims_in, "backend (PL/pgSQL)": backend_claims_in}
+    wanted = {"app (Python)": scenario.app, "backend (PL/pgSQL)": scenario.backend}
+    wrong = {}
+    for who, claims in claimers.items():
+        with psycopg.connect(**scratch.psycopg_kwargs(), autocommit=True) as conn:
+            conn.execute("DELETE FROM idfields_counter")
+            conn.execute("DELETE FROM idfields_node_lease")
+            now, recovered = epoch_rows(conn, scenario)
+        assert not recovered, "the test server came up through crash recovery: restart it"
+        got, want = claims(scratch, now), wanted[who]
+        if got == WAITS or want == WAITS:
+            agreed = got == want
+        else:
+            agreed = isinstance(got, tuple) and now + int(want) <= got[1] <= now + 300
+        if not agreed:
+            wrong[who] = (got, want, now)
+    assert not wrong, f"{scenario.name}: (got, wanted, clock): {wrong}"
+
+
+# The database's epochs (L10, L11): what a claim does after the coordination database may have
+# lost its recent past, by the rows it finds in idfields_counter. Offsets are milliseconds from
+# the server's clock; the server's own start and identity fill in the rows.
+WAITS = "waits"
+
+
+@dataclass(frozen=True)
+class EpochScenario:
+    """The epoch rows a claim finds (None: none), and each claimer's outcome: the earliest
+    millisecond (offset) it issues in, or WAITS for the grace."""
+
+    name: str
+    identity: str | None  # "own", or another database's identity
+    since: int | None = None  # offset; None: the server's start
+    grace: int = 0  # offset; 0: no grace recorded
+    app: int | str = 0
+    backend: int | str = 0
+
+
+OTHER = "6000000000000000000/1/1"
+EPOCH_SCENARIOS = [
+    EpochScenario("first record", None),
+    EpochScenario("the identity recorded, nothing lost", "own"),
+    EpochScenario("another identity recorded: changed", OTHER, app=WAITS, backend=WAITS),
+    EpochScenario("a grace running", "own", since=-5_000, grace=30_000, app=WAITS, backend=WAITS),
+    EpochScenario("a grace ended", "own", since=-30_000, grace=-100),
+    EpochScenario("recorded before a clean restart", "own", since=-(10**9)),
+]
