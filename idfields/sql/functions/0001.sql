@@ -235,8 +235,8 @@ $$;
 -- (unix ms): the identity first recorded, changed (the epoch starts now) or restarted. Where it
 -- changed, or the server came up through crash recovery (recovered), the epoch may have lost
 -- commits: a grace of the longest lease recorded (longest) and a second for the clocks from its
--- start, and a new launch for DecimalId. The write of the epoch row decides which of concurrent
--- claims records it.
+-- start, and a new launch for DecimalId. The caller holds the epoch's advisory lock
+-- (database_epoch); the epoch row's write skips what another session recorded meanwhile.
 CREATE OR REPLACE FUNCTION idfields.record_epoch(
     identity text, started bigint, recovered boolean, longest bigint
 ) RETURNS void
