@@ -121,9 +121,8 @@ def settled(database: Database, ttl_ms: int) -> int:
             f"{epoch.cause}, which may have lost the last lease claims and renewals. Live "
             "processes may still issue on leases it forgot, so no node is claimed for the "
             f"longest lease ttl, until {until} ms (server clock, "
-            f"{(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. To avoid "
-            "the wait after a failover, fail over only to a synchronous standby "
-            "(docs/how-to/high-availability.md)"
+            f"{(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. Shorter "
+            "lease ttls shorten the wait (docs/how-to/high-availability.md)"
         )
     return until
 

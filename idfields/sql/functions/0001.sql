@@ -817,10 +817,9 @@ BEGIN
                 'from now)', shape.layout, grace, ((grace - now_ms) / 1000.0)::numeric(12, 1)
                 USING ERRCODE = '57P03',
                 HINT = 'Live processes may still issue on leases the database forgot (after a '
-                       'restart, a restored snapshot, a failover, a restore or a copy): retry '
-                       'once the longest lease ttl and a second have passed since. To avoid '
-                       'the wait after a failover, fail over only to a synchronous standby '
-                       '(docs/how-to/high-availability.md).';
+                       'crash, a restored snapshot, a failover, a restore or a copy): retry '
+                       'once the longest lease ttl and a second have passed since. Shorter '
+                       'lease ttls shorten the wait (docs/how-to/high-availability.md).';
         END IF;
         acquired := now_ms;
         SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
