@@ -40,7 +40,12 @@ class DecimalSource:
 
     def acquire(self, layout: Layout) -> Assignment:
         generator_field, launch_field = decimal_fields(layout)
-        observe(self._database)  # a changed database moves DecimalId to a new launch
+        epoch = observe(self._database)  # a changed database moves DecimalId to a new launch
+        if epoch is not None and not epoch.settled:
+            raise NodeError(
+                f"{epoch.cause}, and another session is recording the new launch for "
+                "DecimalId; retry once its transaction has ended (no ID was issued)"
+            )
         launch = current_launch(self._database)
         moved = change_launch(self._database)
         if launch < moved:

@@ -73,6 +73,8 @@ class Epoch:
     started: int  # the server's start
     since: int  # the epoch's start: the database holds every commit made since
     grace: int  # the end of the grace after the last possible loss; 0 for none
+    # False while another session records a loss (its new launch not visible yet)
+    settled: bool = True
 
     @property
     def cause(self) -> str:
@@ -101,9 +103,7 @@ def observe(database: Database, horizon_ms: int = 0) -> Epoch | None:
         return None
     epoch = _recorded(database, identity, int(now), int(started))
     if epoch is None:
-        _record(database, identity, int(now), int(started), bool(recovered), horizon_ms)
-        epoch = _recorded(database, identity, int(now), int(started))
-    assert epoch is not None  # recorded just now, by this claim or a concurrent one
+        epoch = _record(database, identity, int(now), int(started), bool(recovered), horizon_ms)
     return epoch
 
 
@@ -121,9 +121,8 @@ def settled(database: Database, ttl_ms: int) -> int:
             f"{epoch.cause}, which may have lost the last lease claims and renewals. Live "
             "processes may still issue on leases it forgot, so no node is claimed for the "
             f"longest lease ttl, until {until} ms (server clock, "
-            f"{(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. To avoid "
-            "the wait after a failover, fail over only to a synchronous standby "
-            "(docs/how-to/high-availability.md)"
+            f"{(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. Shorter "
+            "lease ttls shorten the wait (docs/how-to/high-availability.md)"
         )
     return until
 
@@ -153,16 +152,16 @@ def _recorded(database: Database, identity: str, now: int, started: int) -> Epoc
 
 def _record(
     database: Database, identity: str, now: int, started: int, recovered: bool, horizon_ms: int
-) -> None:
+) -> Epoch:
     """A new epoch: the identity first recorded, changed, or the server restarted; a loss
     where the identity changed or the server came up through crash recovery.
 
-    One durable transaction, whose first write decides which claim records the epoch (the
-    epoch row, inserted or raised to the server's start): that one records the grace and the
-    change launch, the others find them recorded."""
+    One session at a time records an epoch, in one durable transaction under an advisory lock
+    (class 1153602333 = lease_lock_key('idfields_epoch'), as the database functions take it,
+    maybe for the rest of a transaction of their caller's): a claim never waits for it, and
+    assumes the grace the other session records."""
     key, epoch_key = PREFIX + identity, EPOCH + identity
     with durable(database):
-        insert_if_absent(database, "idfields_counter", ("name", "value"), (LAUNCH_COUNTER, 0))
         known = [
             text(name)
             for (name,) in database.execute(
@@ -170,37 +169,36 @@ def _record(
             ).rows
         ]
         longest = max(_longest_ttl(database), horizon_ms)
-        if key not in known:
-            since = now if known else started
-            if not insert_if_absent(
-                database, "idfields_counter", ("name", "value"), (epoch_key, since)
-            ):
-                return  # a concurrent claim recorded it
-            grace = 0
-            if known or recovered:
-                grace = since + longest + CLOCK_SLACK_MS
-                how = f"known: {', '.join(sorted(known))}" if known else "crash recovery"
-                _changed(identity, how, grace - now)
-                record_change_launch(database, identity)
+        first = key not in known
+        lossy = recovered or (first and bool(known))
+        since = now if first and known else started
+        if not database.execute("SELECT pg_try_advisory_xact_lock(1153602333, 0)").rows[0][0]:
+            recorded = _recorded(database, identity, now, 0)
+            grace = max(recorded.grace if recorded else 0, since + longest + CLOCK_SLACK_MS)
+            return Epoch(now, identity, started, since, grace if lossy else 0, not lossy)
+        recorded = _recorded(database, identity, now, started)
+        if recorded is not None:  # by a session that let the lock go since this one looked
+            return recorded
+        insert_if_absent(database, "idfields_counter", ("name", "value"), (LAUNCH_COUNTER, 0))
+        insert_if_absent(database, "idfields_counter", ("name", "value"), (epoch_key, since))
+        grace = since + longest + CLOCK_SLACK_MS if lossy else 0
+        if lossy:
+            how = f"known: {', '.join(sorted(known))}" if first and known else "crash recovery"
+            _changed(identity, how, grace - now)
+            record_change_launch(database, identity if first else f"{identity} restarted")
+        if first:
             insert_if_absent(database, "idfields_counter", ("name", "value"), (key, grace))
-            return
-        insert_if_absent(database, "idfields_counter", ("name", "value"), (epoch_key, 0))
-        if (
+        else:
             database.execute(
-                "UPDATE idfields_counter SET value = %s WHERE name = %s AND value < %s",
-                [started, epoch_key, started],
-            ).rowcount
-            != 1
-            or not recovered
-        ):
-            return  # a concurrent claim recorded the restart, or nothing was lost
-        grace = started + longest + CLOCK_SLACK_MS
-        _changed(identity, "restarted through crash recovery", grace - now)
-        record_change_launch(database, f"{identity} restarted")
-        database.execute(
-            "UPDATE idfields_counter SET value = GREATEST(value, %s) WHERE name = %s",
-            [grace, key],
-        )
+                "UPDATE idfields_counter SET value = %s WHERE name = %s", [started, epoch_key]
+            )
+            database.execute(
+                "UPDATE idfields_counter SET value = GREATEST(value, %s) WHERE name = %s",
+                [grace, key],
+            )
+        epoch = _recorded(database, identity, now, started)
+    assert epoch is not None  # recorded just now
+    return epoch
 
 
 def _changed(identity: str, how: str, wait_ms: int) -> None:

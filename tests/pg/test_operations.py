@@ -529,6 +529,31 @@ def test_a_claim_does_not_wait_for_a_transaction_that_used_a_generator(
     assert node_claimed_beside(first, connect) == 6
 
 
+def test_a_claim_does_not_wait_for_a_transaction_recording_the_epoch(
+    empty_database: DbUrl,
+) -> None:
+    """A new database's first claim records its epoch inside the caller's open transaction:
+    another session's claim, and an app process's, go on at once (with the epoch rows written
+    by a session's claim transaction: the others waited for it, until lock_timeout)."""
+    with psycopg.connect(**empty_database.psycopg_kwargs(), autocommit=True) as admin:
+        admin.execute(idsql.load(idsql.VERSION).encode())
+        admin.execute("INSERT INTO idfields_launch VALUES (1, 'v1', now())")
+    first = psycopg.connect(**empty_database.psycopg_kwargs())
+    try:
+        first.execute("SELECT idfields.next_snowflake(), idfields.next_decimal()")
+        options = "-c lock_timeout=500"
+        with psycopg.connect(**empty_database.psycopg_kwargs(), options=options) as other:
+            other.execute("SELECT idfields.next_snowflake(), idfields.next_decimal()")
+        database = DbApiDatabase("postgresql", str(empty_database))
+        try:
+            LeaseSource(database).acquire(SNOWFLAKE)
+        finally:
+            database.close()
+    finally:
+        first.rollback()
+        first.close()
+
+
 # -- 6. the lease tables' schema ----------------------------------------------------------------
 
 

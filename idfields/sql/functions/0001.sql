@@ -235,8 +235,8 @@ $$;
 -- (unix ms): the identity first recorded, changed (the epoch starts now) or restarted. Where it
 -- changed, or the server came up through crash recovery (recovered), the epoch may have lost
 -- commits: a grace of the longest lease recorded (longest) and a second for the clocks from its
--- start, and a new launch for DecimalId. The write of the epoch row decides which of concurrent
--- claims records it.
+-- start, and a new launch for DecimalId. The caller holds the epoch's advisory lock
+-- (database_epoch); the epoch row's write skips what another session recorded meanwhile.
 CREATE OR REPLACE FUNCTION idfields.record_epoch(
     identity text, started bigint, recovered boolean, longest bigint
 ) RETURNS void
@@ -278,27 +278,34 @@ BEGIN
 END
 $$;
 
--- Step: the end of the grace after the database's last possible loss (unix ms; 0: none), its
--- epoch recorded where it is new (record_epoch), and horizon_ms recorded among the leases a
--- grace covers (how far the caller's holders issue past their clock). One statement where
--- nothing is new: after a pooler's DISCARD ALL each statement is planned again.
-CREATE OR REPLACE FUNCTION idfields.database_epoch(horizon_ms bigint) RETURNS bigint
+-- Step: the end of the grace after the database's last possible loss (until_ms, unix ms; 0:
+-- none), for a claim whose holders issue up to horizon_ms past their clock; its epoch recorded
+-- where it is new (record_epoch). One statement where nothing is new: after a pooler's DISCARD
+-- ALL each statement is planned again. A claim never waits: one session at a time records an
+-- epoch (an advisory lock of class 1153602333 = lease_lock_key('idfields_epoch'), held to the
+-- end of its transaction, which may be the caller's own), and the others assume the grace it
+-- records; settled is false where that is a loss whose new launch they cannot see yet.
+CREATE OR REPLACE FUNCTION idfields.database_epoch(
+    horizon_ms bigint, OUT until_ms bigint, OUT settled boolean
+)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
     identity text;
     started bigint;
     recovered boolean;
-    grace bigint;
     since bigint;
     longest bigint;
+    known boolean;
 BEGIN
+    settled := true;
     FOR attempt IN 1..2 LOOP
         SELECT s.identity, s.started, s.recovered,
             max(c.value) FILTER (WHERE c.name = 'identity:' || s.identity),
             max(c.value) FILTER (WHERE c.name = 'epoch:' || s.identity),
-            COALESCE(max(c.value) FILTER (WHERE c.name = 'lease ttl ms'), 0)
-        INTO identity, started, recovered, grace, since, longest
+            GREATEST(horizon_ms, max(c.value) FILTER (WHERE c.name = 'lease ttl ms')),
+            COALESCE(pg_catalog.bool_or(c.name LIKE 'identity:%'), false)
+        INTO identity, started, recovered, until_ms, since, longest, known
         FROM (SELECT (SELECT p.system_identifier FROM pg_catalog.pg_control_system() AS p)::text
                   || '/' || ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(
                       pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint || '/'
@@ -312,17 +319,18 @@ BEGIN
                       >= pg_catalog.pg_postmaster_start_time() AS recovered) AS s
         LEFT JOIN @lease_schema@.idfields_counter AS c
             ON c.name IN ('identity:' || s.identity, 'epoch:' || s.identity, 'lease ttl ms')
+            OR c.name LIKE 'identity:%'
         GROUP BY s.identity, s.started, s.recovered;
-        IF horizon_ms > longest THEN
-            INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
-            VALUES ('lease ttl ms', horizon_ms)
-            ON CONFLICT (name) DO UPDATE SET value = GREATEST(c.value, EXCLUDED.value);
-            longest := horizon_ms;
+        EXIT WHEN until_ms IS NOT NULL AND since >= started;
+        IF NOT pg_catalog.pg_try_advisory_xact_lock(1153602333, 0) THEN  -- being recorded
+            settled := NOT (recovered OR (until_ms IS NULL AND known));
+            until_ms := GREATEST(until_ms, CASE
+                WHEN until_ms IS NULL AND known THEN idfields.clock_ms() + longest + 1000
+                WHEN recovered THEN started + longest + 1000 ELSE 0 END);
+            RETURN;
         END IF;
-        EXIT WHEN grace IS NOT NULL AND since >= started;
         PERFORM idfields.record_epoch(identity, started, recovered, longest);
     END LOOP;
-    RETURN grace;
 END
 $$;
 
@@ -801,17 +809,17 @@ BEGIN
     IF claimed IS NULL THEN  -- a new claim starts after the position: it continues nothing
         -- L11: none while the grace of the database's epoch lasts, and none before its end.
         -- The backend's IDs run at most max_ahead ticks, and the tick, past its clock.
-        grace := idfields.database_epoch((shape.max_ahead + 1) * shape.unit_us / 1000);
+        SELECT e.until_ms INTO grace
+        FROM idfields.database_epoch((shape.max_ahead + 1) * shape.unit_us / 1000) AS e;
         IF now_ms < grace THEN
             RAISE EXCEPTION 'idfields: the coordination database restarted or changed and may '
                 'have lost its last lease claims, so no % node is claimed until % (unix ms, % s '
                 'from now)', shape.layout, grace, ((grace - now_ms) / 1000.0)::numeric(12, 1)
                 USING ERRCODE = '57P03',
                 HINT = 'Live processes may still issue on leases the database forgot (after a '
-                       'restart, a restored snapshot, a failover, a restore or a copy): retry '
-                       'once the longest lease ttl and a second have passed since. To avoid '
-                       'the wait after a failover, fail over only to a synchronous standby '
-                       '(docs/how-to/high-availability.md).';
+                       'crash, a restored snapshot, a failover, a restore or a copy): retry '
+                       'once the longest lease ttl and a second have passed since. Shorter '
+                       'lease ttls shorten the wait (docs/how-to/high-availability.md).';
         END IF;
         acquired := now_ms;
         SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
@@ -1487,8 +1495,14 @@ BEGIN
         seq := pg_catalog.to_regclass('pg_temp.idfields_decimal');
     END IF;
     PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
-    -- L11: after a change of the database's epoch, a generator id of the launch recorded then.
-    PERFORM idfields.database_epoch(0);
+    -- L11: after a change of the database's epoch, a generator id of the launch recorded then
+    -- (none while another session records it).
+    IF NOT (SELECT e.settled FROM idfields.database_epoch(0) AS e) THEN
+        RAISE EXCEPTION 'idfields: the coordination database restarted or changed, and another '
+            'session is recording the new launch for DecimalId'
+            USING ERRCODE = '57P03',
+            HINT = 'Retry once that session''s transaction has ended; no ID was issued.';
+    END IF;
     SELECT max(l.id), COALESCE(max(l.id) FILTER (
             WHERE l.label LIKE 'idfields: coordination database changed%'), 0)
     INTO newest, moved FROM @lease_schema@.idfields_launch AS l;
