@@ -198,15 +198,21 @@ def test_backends_and_app_processes_never_share_a_generator_id_across_rollbacks_
             with conn.transaction(force_rollback=round_no % 3 == 2):
                 database_ids.extend(_ids(conn, 20))
 
+    phases: list[set[tuple[int, int]]] = []  # the generator ids each phase issued under
     for _ in range(5):
         admin.execute(  # only forward: the block part rises to 92225 at least
             "SELECT setval('idfields.decimal_issued', last_value / 100000 * 100000 "
             "+ GREATEST(last_value % 100000, 92225)) FROM idfields.decimal_issued"
         )
+        before = len(database_ids)
         run_in_threads(work, 6)
+        phases.append({_generator(value) for value in database_ids[before:]})
     assert len(set(database_ids)) == len(database_ids) == 5 * 4 * 6 * 20
-    database_generators = {_generator(value) for value in database_ids}
-    assert len(database_generators) > 5  # the backends moved in every phase
+    database_generators = set().union(*phases)
+    # The backends moved in every phase after the first (where the database issued no decimal
+    # ID before, the first phase's backends issue under its first generator id throughout).
+    for number, phase in enumerate(phases[1:], 2):
+        assert phase - set().union(*phases[: number - 1]), f"no move in phase {number}"
     assert len(set(app_claims)) == len(app_claims) == 5 * 2 * 6
     shared = database_generators & set(app_claims)
     assert not shared, f"app processes took generator ids the backends issued under: {shared}"
