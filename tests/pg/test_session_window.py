@@ -36,6 +36,23 @@ EPOCH_MS = 1_704_067_200_000
 WINDOW_MS = 500
 
 
+# Both hot paths. The C one (idfields_native, pgext/) goes on from the session's switch and claim
+# settings, which the calling role can write, not from the window: these attacks still land.
+PATHS = pytest.mark.parametrize(
+    "db_kwargs",
+    [
+        "plpgsql",
+        pytest.param(
+            "native",
+            marks=pytest.mark.xfail(
+                strict=True, reason="idfields_native trusts the session's switch and settings"
+            ),
+        ),
+    ],
+    indirect=True,
+)
+
+
 @pytest.fixture
 def rows_table(connect: Connect) -> Iterator[str]:
     """A table keyed by the database default, as an application declares it."""
@@ -91,6 +108,7 @@ def victim_app(postgres_url: str) -> Iterator[int]:
     database.close()
 
 
+@PATHS
 @pytest.mark.parametrize("window", ["owner's", "planted"])
 def test_a_role_that_may_not_write_the_id_column_does_not_choose_its_rows_ids(
     connect: Connect, app_role: str, rows_table: str, victim_app: int, window: str
@@ -155,6 +173,7 @@ def two_roles(
         drop_role(admin, role)
 
 
+@PATHS
 def test_the_next_role_of_a_backend_that_switches_roles_issues_only_on_its_node(
     connect: Connect, rows_table: str, two_roles: list[str]
 ) -> None:
@@ -202,10 +221,11 @@ def test_a_transactions_first_id_makes_no_plpgsql_call(counted: psycopg.Connecti
     """100 single-row transactions inside the window the session holds: the issuer ran for each
     one's first ID (100 of 100) where the session's claim was checked per transaction."""
     single_row_inserts(counted, 1)  # claims
-    before = function_calls(counted)
+    before = function_calls(counted, "issue_snowflake")
     single_row_inserts(counted, 100)
-    # a renewal, twice a second at most, goes through the issuer and the slow path's steps
-    assert function_calls(counted) - before <= 10
+    # a renewal, twice a second at most, goes through the issuer (the window and position are
+    # bound when a statement is planned)
+    assert function_calls(counted, "issue_snowflake") - before <= 10
 
 
 def test_a_prepared_insert_goes_on_after_discard_temp_on_the_backends_node(
