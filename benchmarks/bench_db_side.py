@@ -20,7 +20,7 @@
   of them); and again with it off (no target: without the flush's wait, the server's cost per
   transaction of each key kind).
 - The per-row DEFAULT's note says where its time goes: the parts of ``next_snowflake()``
-  measured alone over N rows (the reads of the transaction-local switch, currval/setval, the
+  measured alone over N rows (the reads of the session's window and position, setval, the
   clock) beside IDENTITY's ``nextval()``, and what the attempts to shrink it gave.
 
 Run: ``python -m benchmarks.bench_db_side [--quick]`` (env IDFIELDS_TEST_DATABASE_URL picks the
@@ -136,13 +136,14 @@ HEERANJID = Candidate(
 )
 
 
-# The parts of next_snowflake()'s common case, each timed as SELECT count(<part>) over N rows.
-SWITCH = "NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass"
+# The parts of next_snowflake()'s common case, each timed as SELECT count(<part>) over N rows:
+# three reads of the session's window, one of its position and the setval() that moves it (on a
+# temporary sequence of the benchmark's, as the position is one), the clock.
+POSITION = "'pg_temp.idfields_bench_position'::regclass"
 PARTS = {
     "none": "g",
-    "switch": SWITCH,
-    "currval": f"pg_catalog.currval({SWITCH})",
-    "advance": f"pg_catalog.setval({SWITCH}, pg_catalog.currval({SWITCH}) + 1)",
+    "window": "pg_catalog.pg_sequence_last_value(idfields.window_snowflake())",
+    "advance": f"pg_catalog.setval({POSITION}, pg_catalog.pg_sequence_last_value({POSITION}) + 1)",
     "clock": "idfields.clock_ms()",
     "nextval": "pg_catalog.nextval('pg_temp.idfields_bench_nextval')",
     "whole": "idfields.next_snowflake()",
@@ -156,9 +157,12 @@ ATTEMPTS = (
     "0.23 -> 0.05 ms, simple-protocol single row -170 us/txn (pgbench 0.19x -> 0.33x IDENTITY "
     "with synchronous_commit off), prepared +8 us/txn (pgbench 0.57x -> 0.55x), bulk 1.68x -> "
     "1.60x, no JIT at 1M rows; without its SET search_path -4 us/txn (not kept: a hostile "
-    "search_path would run); a write-first setval() saves no read. The floor is the "
-    "transaction-local switch: three setting reads a row (nextval() would read it once, but "
-    "it moves the caller's lastval())"
+    "search_path would run); a write-first setval() saves no read. The transaction-local "
+    "switch (three setting reads a row) replaced by the session's window and position, bound "
+    "when the statement is planned (kept, D9): the parts' scan 0.72 -> 0.54 us a row, bulk "
+    "1.46x -> 1.26x (5 rounds, load 3-5, spread 0.99x-1.96x). The floor is three reads of the "
+    "window (its node bits, the bound, NULLIF's test): nextval() would read a sequence once, "
+    "but it moves the caller's lastval()"
 )
 # What the attempts on a transaction's first ID gave, measured as per_transaction_note measures,
 # medians of 5-7 interleaved runs on the shared 2-core machine (spread +-30%).
@@ -213,7 +217,17 @@ ATTEMPTS_PER_TRANSACTION = (
     "Instagram's next_id()) costs about 8 us a transaction and no planning, but 3x IDENTITY a "
     "row in bulk: the per-row target rules it out. A C function (PGXS) sets up no PL/pgSQL "
     "expressions and plans no inlined body: the optional extension idfields_native (pgext/), "
-    "its own row"
+    "its own row. "
+    "The session's window (D9, kept): a transaction's first ID goes on inside the window the "
+    "owner wrote, in the inlined body, no PL/pgSQL call until the window ends (every 250 ms of "
+    "a busy session): backend CPU a single-row INSERT over IDENTITY's, a committing procedure "
+    "loop, medians of 9 interleaved rounds at load 6: prepared +25.3 -> +3.7 us (Instagram's "
+    "next_id() +7.2); per statement +79.2 -> +92.8 us, fastest-round difference +63.6 -> "
+    "+56.4 (next_id() +11.0, +5.6): planning the two bindings (PL/pgSQL the planner runs, the "
+    "window's owner check a catalog query) costs what the call saved. Its constants stored as "
+    "bigints, not int4 literals cast at every planning (kept): EXPLAIN of next_snowflake() "
+    "45.3 -> 41.7 us fastest of 15 rounds; the window's binding with one to_regclass() "
+    "instead of three, the position's without SECURITY DEFINER: within noise (not kept)"
 )
 # What the attempts on take_snowflake(n) gave (1M rows, CHECKPOINT before each run, 3-5
 # interleaved rounds against IDENTITY, in a scratch database).
@@ -423,22 +437,21 @@ def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
     ``count`` rows (:func:`_fastest_us`), less the bare scan's (JIT off: the parts, not its
     compiler)."""
     conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_nextval")
+    conn.execute("CREATE TEMPORARY SEQUENCE IF NOT EXISTS idfields_bench_position")
+    conn.execute("SELECT idfields.next_snowflake()")  # makes the session's window and position
     scan = pgsql.SQL("SELECT count({}) FROM pg_catalog.generate_series(1, {}) g")
     queries = {
         name: scan.format(pgsql.SQL(part), pgsql.Literal(count)) for name, part in PARTS.items()
     }
     with conn.transaction():
         conn.execute("SET LOCAL jit = off")
-        conn.execute("SELECT idfields.next_snowflake()")  # sets the transaction's switch
         us = _fastest_us(conn, queries, count)
     cost = {name: us[name] - us["none"] for name in PARTS if name != "none"}
-    switch, currval = cost["switch"], cost["currval"] - cost["switch"]
-    advance = cost["advance"] - 2 * switch - currval
-    rest = cost["whole"] - 3 * switch - 2 * currval - advance - cost["clock"]
+    rest = cost["whole"] - 3 * cost["window"] - cost["advance"] - cost["clock"]
     return (
-        f"per row: next_snowflake() {cost['whole']:.2f} us = 3 switch reads "
-        f"{3 * switch:.2f} + 2 currval() {2 * currval:.2f} + setval() {advance:.2f} + clock "
-        f"{cost['clock']:.2f} + CASE and arithmetic {rest:.2f}; IDENTITY's nextval() "
+        f"per row: next_snowflake() {cost['whole']:.2f} us = 3 window reads "
+        f"{3 * cost['window']:.2f} + position read and setval() {cost['advance']:.2f} + clock "
+        f"{cost['clock']:.2f} + LEAST, NULLIF and arithmetic {rest:.2f}; IDENTITY's nextval() "
         f"{cost['nextval']:.2f}. {ATTEMPTS}"
     )
 

@@ -289,9 +289,19 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def _int8(value: int) -> str:
+    """A bigint constant as the parser makes it: an integer literal in int4's range is an int4,
+    and its cast to bigint (the bitwise operators have no int4 twin) would be stored in the
+    inlined hot path and run at every planning of a statement that inlines it."""
+    return f"'{value}'::bigint"
+
+
 # idfields.clock_us() and clock_ms() written in: a statement that inlines the hot path would
 # read, decompress and parse a called function's stored body again at every planning.
-_CLOCK_US = "(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint"
+_CLOCK_US = (
+    "(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp())"
+    " * '1000000'::double precision)::bigint"
+)
 
 
 def _clock(shape: _Shape) -> str:
@@ -380,7 +390,6 @@ _STATEMENTS = frozenset(
     {
         "user_layout",
         "functions",
-        "issuer_body",
         "decoder",
         "decoder_at_clock",
         "drop_functions",
@@ -397,8 +406,13 @@ def _names(shape: _Shape) -> dict[str, str]:
         "issue": f"issue_{name}",
         "issue_at": f"issue_{name}_at",
         "issue_ranges": f"issue_{name}_ranges",
+        "open": f"open_{name}",
+        "window": f"window_{name}",
+        "position": f"position_{name}",
         "hook": f"next_{name}_at",
+        "hook_on": f"next_{name}_at_on",
         "next": f"next_{name}",
+        "next_on": f"next_{name}_on",
         "take": f"take_{name}",
         "take_ranges": f"take_{name}_ranges",
     }
@@ -406,12 +420,10 @@ def _names(shape: _Shape) -> dict[str, str]:
 
 
 def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
-    """(create SQL, drop SQL) of the issuers, ``next_<name>_at(bigint)`` (revoked from
-    PUBLIC), ``next_<name>()`` and the bulk forms: everything of a layout but its decoder."""
+    """(create SQL, drop SQL) of the issuers, the session's bindings, ``next_<name>_at(bigint)``
+    (revoked from PUBLIC), ``next_<name>()`` and the bulk forms: everything of a layout but its
+    decoder."""
     names, clock = _names(shape), _clock(shape)
-    # This backend's temporary sequence, found through the transaction-local setting.
-    sequence = _fill("sequence", switch=_literal(f"idfields.{shape.name}"))
-    candidate = f"pg_catalog.currval({sequence}) + 1"
     first, last = fence_nodes(shape.node_min, shape.node_max)
     fences = {
         "fence": fence_prefix(layout.lease_key),
@@ -422,13 +434,16 @@ def _render_functions(layout: Layout, shape: _Shape) -> tuple[str, str]:
         "functions",
         **names,
         **fences,
-        issue_body=_issuer_body(layout, shape, clock),
-        issue_at_body=_issuer_body(layout, shape, f"COALESCE(now_tick, {clock})"),
+        next_arguments=", ".join([*_internal_arguments(layout, shape, clock), str(shape.top)]),
+        next_at_arguments=", ".join(
+            [*_internal_arguments(layout, shape, f"COALESCE(now_tick, {clock})"), str(shape.top)]
+        ),
         ranges_arguments=", ".join(_internal_arguments(layout, shape, "n")),
-        hook_test=_window_test(shape, "now_tick", candidate),
-        next_test=_window_test(shape, clock, candidate),
-        sequence=sequence,
-        candidate=candidate,
+        layout=_literal(shape.name),
+        position_name=_literal(f"pg_temp.{_ident('idfields_' + shape.name)}"),
+        window_name=_literal(f"pg_temp.{_ident('idfields:' + shape.name)}"),
+        hook_checked=_checked(shape, "now_tick"),
+        next_checked=_checked(shape, clock),
     )
     return create, _fill("drop_functions", **names, **fences)
 
@@ -461,71 +476,38 @@ def _geometry(shape: _Shape) -> list[str]:
     return [str(value) for value in values]
 
 
-def _window_test(shape: _Shape, now: str, candidate: str) -> str:
-    """The hot path's test of ``candidate`` at the tick ``now``: for a growing layout, not
-    behind that tick and its sequence bits did not carry; for a wrapping one, its tick is now or
-    now + 1 modulo the period (bits above the lowest tick bit of the difference are zero) and
-    its sequence did not carry."""
+def _checked(shape: _Shape, now: str) -> str:
+    """The hot path's next ID at the tick ``now``, or NULL where it is not the session's to
+    issue (D9): the successor of the session's last ID (a carry out of the sequence goes on in
+    the next tick) with the window's node and constants put in, not past the window's last ID,
+    and, for a growing layout, moved up to the start of the tick ``now``; a wrapping layout's
+    window is one tick, the clock's or the next, and the successor goes on inside it. NULL
+    where the session's last ID is (int8larger() is strict, GREATEST() is not). Each value it
+    reads is read again where it is used again, so none may change in between: the clock is
+    read once."""
     s, period_mask = shape.ts_shift, (1 << shape.ts_bits) - 1
-    if not shape.wraps:
-        now_bits = _with_top(shape, f"({now} << {s})")
-        mask = _SIGN | shape.seq_mask
-        return _fill("growing_test", candidate=candidate, now_bits=now_bits, window_mask=mask)
-    return _fill(
-        "wrapping_test",
-        candidate=candidate,
-        now_bits=_with_top(shape, f"(({now} & {period_mask}) << {s})"),
-        kept=((period_mask - 1) << s) | shape.seq_mask,
-        carry_mask=-(1 << shape.seq_bits),
-    )
-
-
-def _with_top(shape: _Shape, bits: str) -> str:
-    return f"({bits} | {shape.top})" if shape.top else bits
-
-
-def _issuer_body(layout: Layout, shape: _Shape, tick: str) -> str:
-    """An issuer's body, ``tick`` the tick it issues at: the first ID of a transaction and an
-    ID in a new tick in one step, the geometry as literals; anything else is time_next(). The
-    claim is 'node:acquired:promise:sequence OID:holder:lease table OID', the limit the last
-    tick the lease covers. PL/pgSQL sets up every expression it evaluates again in each
-    transaction, at a cost that grows with the expression's function and operator nodes: few
-    expressions, each value computed once."""
-    s, name = shape.ts_shift, shape.name
-    low = shape.fixed | shape.seq_min
-    # the bits of an ID outside its timestamp and sequence (node, constants, sign) are base's
-    others = ~((((1 << shape.ts_bits) - 1) << s) | shape.seq_mask)
-    limit = _fill("limit", limit_setting=_literal(f"idfields.{name}_limit"))
+    middle_bits = ((1 << s) - 1) ^ shape.seq_mask
+    middle, seq_min = _int8(middle_bits), _int8(shape.seq_min)
+    successor = _fill("successor", middle=middle, not_middle=_int8(~middle_bits))
     if shape.wraps:
-        # Each new tick of a wrapping layout takes the slow path (its fence covers one tick):
-        # the next ID goes on in the last ID's tick, as the hot path's test says.
-        next_id = _fill("wrapping_next_id")
-        window = _window_test(shape, "tick", "next_id")
-        test = _fill("wrapping_issuer_test", others=others, limit=limit, window_test=window)
-    else:
-        next_id = _fill("growing_next_id", ts_shift=s)
-        tick_of = f"next_id >> {s}"
-        if shape.top:
-            tick_of = f"({tick_of}) & {(1 << shape.ts_bits) - 1}"
-        test = _fill(
-            "growing_issuer_test",
-            others=others,
-            tick_of_next=tick_of,
-            max_ahead=shape.max_ahead,
-            limit=limit,
+        return _fill(
+            "wrapping_checked",
+            successor=successor,
+            ts_shift=s,
+            now=now,
+            period_mask=_int8(period_mask),
+            not_low=_int8(~(middle_bits | shape.seq_mask)),
+            seq_min=seq_min,
+            middle=middle,
         )
-    return _fill(
-        "issuer_body",
-        lease_setting=_literal(f"idfields.{name}_lease"),
-        tick=tick,
-        own_sequence=_literal(f"pg_temp.idfields_{name}"),
-        switch=_literal(f"idfields.{name}"),
-        node_shift=shape.node_shift,
-        base_low=f" | {low}" if low else "",
-        next_id=next_id,
-        issuer_test=test,
-        next_arguments=", ".join([*_internal_arguments(layout, shape, "tick"), str(shape.top)]),
-    )
+    if shape.seq_min:  # a carry's next tick starts at the sequence's lowest value
+        successor = (
+            f"pg_catalog.int8larger({successor},\n            "
+            f"({successor} & {_int8(~shape.seq_mask)}) | {seq_min})"
+        )
+    low = shape.top | shape.seq_min
+    lowest = f"({now} << {s}) | {_int8(low)}" if low else f"({now} << {s})"
+    return _fill("growing_checked", successor=successor, lowest=lowest, middle=middle)
 
 
 def _render_decoder(layout: Layout, shape: _Shape) -> tuple[str, str]:

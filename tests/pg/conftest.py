@@ -174,6 +174,17 @@ def one_id(conn: psycopg.Connection[Any], function: str) -> int:
     return int(conn.execute(query).fetchone()[0])
 
 
+def end_window(conn: psycopg.Connection[Any], layout: str) -> None:
+    """As the owner: end the session's window of ``layout`` at its last ID (as when the clock
+    reaches the limit), so the next ID takes the slow path."""
+    conn.execute(
+        pgsql.SQL("SELECT setval({}::regclass, pg_sequence_last_value({}::regclass))").format(
+            pgsql.Literal(f'pg_temp."idfields:{layout}"'),
+            pgsql.Literal(f"pg_temp.idfields_{layout}"),
+        )
+    )
+
+
 def documented_grants() -> str:
     """The application role's grant block of the privileges page, for role ``app`` on ``mydb``."""
     text = PRIVILEGES.read_text(encoding="utf-8")

@@ -29,6 +29,7 @@ from idfields import sql
 from tests.pg.conftest import TABLES, run_in_threads
 from tests.pg.throwaway import postgres_user
 
+SNOWFLAKE_EPOCH_MS = 1_704_067_200_000
 FAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
@@ -178,15 +179,18 @@ def ids(conn: psycopg.Connection[Any], layout: str, count: int) -> list[int]:
 
 
 def issue_across_a_step(
-    cluster: Cluster, db: str, layout: str, step_s: float
-) -> tuple[dict[int, list[int]], list[psycopg.Error]]:
+    cluster: Cluster, db: str, layout: str, step_s: float, until_refused: bool = False
+) -> tuple[dict[int, list[int]], list[psycopg.Error], int]:
     """Two backends issuing in statements of 50 IDs while the clock steps back ``step_s``;
     each keeps going (past any error) until it has issued 200 statements' worth after the
-    step or seen 20 errors."""
+    step or seen 20 errors, and then, ``until_refused``, in statements of 20,000 until it is
+    refused (a session's window, D9, holds a quarter of a second of IDs, about 1M). Also the
+    unix ms the clock read just before the step."""
     issued: dict[int, list[int]] = {0: [], 1: []}
     errors: list[psycopg.Error] = []
     stepped = threading.Event()
     ready = threading.Barrier(3)
+    before_ms: list[int] = []
 
     def work(index: int) -> None:
         with cluster.connect(db) as conn:
@@ -201,24 +205,36 @@ def issue_across_a_step(
                 except psycopg.Error as error:
                     errors.append(error)
                     failed += 1
+            for _ in range(100 if until_refused and not failed else 0):
+                try:
+                    issued[index] += ids(conn, layout, 20_000)
+                except psycopg.Error as error:
+                    errors.append(error)
+                    break
 
     def stepper(index: int) -> None:
         if index == 2:
             ready.wait()
+            before_ms.append(time.time_ns() // 1_000_000)
             cluster.set_clock(-step_s)
             stepped.set()
         else:
             work(index)
 
     run_in_threads(stepper, 3)
-    return issued, errors
+    return issued, errors, before_ms[0]
 
 
 @pytest.mark.parametrize("step_s", [0.5, 1.5, 10, 3600])
 def test_snowflake_backends_stepped_back_issue_increasing_ids_or_say_22008(
     cluster: Cluster, database: str, step_s: float
 ) -> None:
-    issued, errors = issue_across_a_step(cluster, database, "snowflake", step_s)
+    """Past its window a backend refuses a clock 10 s or more behind its last ID; inside it,
+    it goes on from that ID, no further than the window's end (a quarter of a second past the
+    clock before the step, 250 ms: 300 with slack)."""
+    issued, errors, before_ms = issue_across_a_step(
+        cluster, database, "snowflake", step_s, until_refused=step_s >= 10
+    )
     every = issued[0] + issued[1]
     assert len(set(every)) == len(every)
     for mine in issued.values():
@@ -229,6 +245,7 @@ def test_snowflake_backends_stepped_back_issue_increasing_ids_or_say_22008(
         assert error.diag.message_hint is not None and "Wait" in error.diag.message_hint
     if step_s >= 10:
         assert errors
+        assert max(every) >> 22 <= before_ms - SNOWFLAKE_EPOCH_MS + 300
 
 
 @pytest.mark.parametrize("step_s", [3, 10])

@@ -19,7 +19,7 @@ from idfields.coordination import LeaseSource
 from idfields.generators import make_generator
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
-from tests.pg.conftest import as_a_database_of_its_own, run_in_threads
+from tests.pg.conftest import as_a_database_of_its_own, end_window, run_in_threads
 
 SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))
 EPOCH_MS = 1_704_067_200_000
@@ -103,6 +103,9 @@ def test_clock_stepping_back_carries_forward_then_refuses(connect) -> None:
     first = ids_of(conn, call("next_snowflake_at", now), 10)
     back = ids_of(conn, call("next_snowflake_at", now - 500), 5000)  # within the bound
     assert first + back == sorted(set(first + back))
+    # inside the window the session holds the IDs go on from the last one; past it the clock
+    # 5 s back is more than max_ahead behind it
+    end_window(conn, "snowflake")
     with pytest.raises(psycopg.errors.DatetimeFieldOverflow) as caught:
         ids_of(conn, call("next_snowflake_at", now - 5000), 5000)
     assert "clock" in str(caught.value) and caught.value.diag.message_hint
@@ -241,18 +244,20 @@ def test_committed_ids_stay_inside_the_lease_row_after_a_rolled_back_renewal(con
             rolled_back += ids_of(conn, call("next_snowflake_at", now + step), 10)
         conn.execute("SELECT 1/0")
     conn.commit()
-    # The renewals rolled back with their transaction; IDs of the same tick go on only once
-    # the lease row covers them again.
+    # The renewals rolled back with their transaction, the window they wrote did not: the IDs
+    # that go on inside it are covered by the node's durable fence, which every claim of the
+    # node starts after (D7, D9), or by the lease row once renewed again.
     after = ids_of(conn, call("next_snowflake_at", now + 2700), 10)
     conn.commit()
     node = SNOWFLAKE.decode(after[0]).values["node"]
-    expires = conn.execute(
-        "SELECT expires_at_ms FROM public.idfields_node_lease "
-        "WHERE layout = 'snowflake' AND node = %s",
+    covered = conn.execute(
+        "SELECT greatest(l.expires_at_ms, idfields.node_fence_ms("
+        "idfields.lease_lock_key('snowflake'), l.node)) FROM public.idfields_node_lease AS l "
+        "WHERE l.layout = 'snowflake' AND l.node = %s",
         [node],
     ).fetchone()[0]
     assert after[0] > rolled_back[-1]
-    assert max(SNOWFLAKE.decode(i).time_ns // 10**6 for i in after) <= expires
+    assert max(SNOWFLAKE.decode(i).time_ns // 10**6 for i in after) <= covered
 
 
 def test_python_and_sql_ids_share_one_table_and_one_lease_table(postgres_url, connect) -> None:

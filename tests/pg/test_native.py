@@ -24,6 +24,7 @@ from tests.pg.conftest import (
     Pair,
     as_a_database_of_its_own,
     drop_role,
+    end_window,
     function_calls,
     grant_as_documented,
     install_as_plain_owner,
@@ -52,8 +53,8 @@ def hook_ids(
 
 
 class State:
-    """A session's whole position in a layout: its sequence's last value, its claim and limit
-    settings, its lease row and its node's durable fence (a renewal or a new traceid tick
+    """A session's whole position in a layout: its sequence's last value, its window, its claim
+    and limit settings, its lease row and its node's durable fence (a renewal or a new traceid tick
     starts at the fence: a replay behind a fence the first run raised would start later);
     put back as it was between two runs of the same calls."""
 
@@ -69,6 +70,9 @@ class State:
             "WHERE layout = %s AND node = %s",
             [layout, int(self.claim.split(":")[0])],
         ).fetchone()
+        self.window = conn.execute(
+            "SELECT pg_sequence_last_value(to_regclass(%s))", [f'pg_temp."idfields:{layout}"']
+        ).fetchone()[0]
         self.fence = conn.execute(
             "SELECT f, pg_sequence_last_value(f) FROM (SELECT "
             "idfields.fence_sequence(idfields.lease_lock_key(%s), %s) AS f) AS b",
@@ -90,6 +94,8 @@ class State:
             [holder, acquired, expires, layout, node],
         )
         conn.execute("SELECT setval(%s::regclass, %s)", [str(self.fence[0]), self.fence[1]])
+        conn.execute("SELECT setval(to_regclass(%s), %s)",
+                     [f'pg_temp."idfields:{layout}"', self.window])  # fmt: skip
         conn.commit()
 
 
@@ -158,17 +164,21 @@ def test_single_row_transactions_call_no_plpgsql(counted: psycopg.Connection[Any
 
 @NATIVE
 @pytest.mark.parametrize("layout", ["snowflake", "traceid"])
-def test_a_session_with_a_claim_is_refused_a_read_only_first_id(
+def test_a_read_only_first_id_goes_on_inside_the_window_and_is_refused_past_it(
     connect: Connect, layout: str
 ) -> None:
-    """The session holds a valid claim; its next transaction is read-only: the C path leaves
-    the first ID to PL/pgSQL, which refuses it, as on the PL/pgSQL path."""
+    """The session holds a window; its next transaction is read-only: the C path leaves the
+    first ID to PL/pgSQL, which goes on inside the window (no write needed), and refuses where
+    the window ends (the lease row would be renewed), as on the PL/pgSQL path."""
     conn = connect(autocommit=False)
-    conn.execute(f"SELECT idfields.next_{layout}()".encode())
+    call = f"SELECT idfields.next_{layout}()".encode()
+    first = conn.execute(call).fetchone()[0]
     conn.commit()
     conn.execute("SET TRANSACTION READ ONLY")
+    assert conn.execute(call).fetchone()[0] > first
+    end_window(conn, layout)
     with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match="idfields: cannot issue"):
-        conn.execute(f"SELECT idfields.next_{layout}()".encode())
+        conn.execute(call)
 
 
 @NATIVE

@@ -18,6 +18,7 @@ from psycopg import sql
 
 from idfields.layouts import SNOWFLAKE
 from tests.pg.conftest import (
+    end_window,
     function_calls,
     install_layouts,
     one_id,
@@ -73,25 +74,28 @@ def test_a_position_off_the_claims_node_takes_the_slow_path(connect: Any) -> Non
     assert after > first
 
 
-def test_a_limit_in_the_past_renews_through_the_slow_path(counted: psycopg.Connection) -> None:
-    one_id(counted, "next_snowflake")
+def test_a_window_that_ends_takes_the_slow_path_once(counted: psycopg.Connection) -> None:
+    """The window ends at the last ID (as when the clock reaches its limit): the next ID takes
+    the slow path once, which writes the window again, past that ID."""
+    last = one_id(counted, "next_snowflake")
     before = function_calls(counted, "time_slow_path")
-    counted.execute("SELECT set_config('idfields.snowflake_limit', '0', false)")
+    end_window(counted, "snowflake")
     one_id(counted, "next_snowflake")
     assert function_calls(counted, "time_slow_path") - before == 1
-    limit = counted.execute("SELECT current_setting('idfields.snowflake_limit')").fetchone()[0]
-    assert int(limit) > 0  # the slow path set it again
+    window = """SELECT pg_sequence_last_value('pg_temp."idfields:snowflake"')"""
+    assert counted.execute(window).fetchone()[0] > last
 
 
 def test_a_rolled_back_renewal_reverts_claim_and_limit_together(connect: Any) -> None:
     conn = connect(autocommit=False)
     one_id(conn, "next_snowflake")
-    # a claim due for renewal: its promise and limit long past
+    # a claim due for renewal: its promise and limit long past, its window ended
     conn.execute(
         "SELECT set_config('idfields.snowflake_lease', regexp_replace("
         "current_setting('idfields.snowflake_lease'), '^([^:]*:[^:]*):[^:]*', '\\1:0'), false), "
         "set_config('idfields.snowflake_limit', '0', false)"
     )
+    end_window(conn, "snowflake")
     conn.commit()
     settings = "SELECT current_setting('idfields.snowflake_lease'), " \
         "current_setting('idfields.snowflake_limit')"  # fmt: skip
@@ -113,16 +117,31 @@ def test_resets_between_transactions_never_repeat(connect: Any, reset: str) -> N
     assert len(set(ids)) == len(ids)
 
 
-@pytest.mark.parametrize("function", ["next_snowflake", "next_decimal", "next_narrow"])
-def test_a_read_only_transaction_after_ids_gets_the_idfields_error(
-    connect: Any, function: str
+@pytest.mark.parametrize(("function", "layout"), [("next_snowflake", "snowflake"),
+                                                   ("next_narrow", "narrow")])  # fmt: skip
+def test_a_read_only_transaction_issues_inside_the_window_and_is_refused_past_it(
+    connect: Any, function: str, layout: str
 ) -> None:
+    """Inside the window the session holds no write is needed; past it the lease row would be
+    renewed, which a read-only transaction may not: idfields' error."""
     conn = connect(autocommit=False)
-    one_id(conn, function)
+    first = one_id(conn, function)
+    conn.commit()
+    conn.execute("SET TRANSACTION READ ONLY")
+    assert one_id(conn, function) > first
+    end_window(conn, layout)
+    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match=r"^idfields: cannot issue"):
+        one_id(conn, function)
+    conn.rollback()
+
+
+def test_a_read_only_transaction_after_decimal_ids_gets_the_idfields_error(connect: Any) -> None:
+    conn = connect(autocommit=False)
+    one_id(conn, "next_decimal")
     conn.commit()
     conn.execute("SET TRANSACTION READ ONLY")
     with pytest.raises(psycopg.errors.ReadOnlySqlTransaction, match=r"^idfields: cannot issue"):
-        one_id(conn, function)
+        one_id(conn, "next_decimal")
     conn.rollback()
 
 

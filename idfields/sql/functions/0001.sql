@@ -736,7 +736,7 @@ $$;
 
 -- Step: this backend's position in a layout, a new temporary sequence whose value is the last ID
 -- it issued (set with setval(), never nextval()), granted to PUBLIC for the roles the session
--- may switch to (other sessions never reach it).
+-- may switch to (other sessions never reach it): the inlined hot path writes it as the caller.
 CREATE OR REPLACE FUNCTION idfields.time_sequence(layout text) RETURNS regclass
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
@@ -746,6 +746,58 @@ BEGIN
     EXECUTE pg_catalog.format('GRANT ALL ON SEQUENCE pg_temp.%I TO PUBLIC',
         'idfields_' || layout);
     RETURN pg_catalog.to_regclass('pg_temp.idfields_' || layout);
+END
+$$;
+
+-- Step: this backend's window in a layout (D9), made where missing: a temporary sequence whose
+-- value is the last ID the inlined hot path may issue (NULL: none), which every role may read
+-- and only the functions' owner writes. A window sequence another role made in its place (after
+-- a DISCARD TEMP dropped the owner's) is refused: the hot path would trust its value.
+CREATE OR REPLACE FUNCTION idfields.time_window(layout text) RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    name text := pg_catalog.format('pg_temp.%I', 'idfields:' || layout);
+    made regclass := pg_catalog.to_regclass(name);
+    maker text;
+BEGIN
+    IF made IS NULL THEN
+        EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE %s MINVALUE -1 START -1', name);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s TO PUBLIC', name);
+        RETURN pg_catalog.to_regclass(name);
+    END IF;
+    SELECT pg_catalog.pg_get_userbyid(c.relowner) INTO maker
+    FROM pg_catalog.pg_class AS c WHERE c.oid = made;
+    IF maker IS DISTINCT FROM current_user THEN
+        RAISE EXCEPTION 'idfields: this session''s window sequence % of layout % belongs to '
+            'role %, not to the role that owns the idfields functions (%)', name, layout, maker,
+            current_user
+            USING ERRCODE = '55000',
+            HINT = 'A role in this session made it after DISCARD TEMP, and IDs inside it would '
+                   'be of its choosing. Run DISCARD TEMP (or start a new session); no ID was '
+                   'issued.';
+    END IF;
+    RETURN made;
+END
+$$;
+
+-- Step: this backend's two sequences of a layout, made where missing (time_sequence,
+-- time_window), for the inlined hot path to bind when a statement is planned; returns the
+-- window. A position made while the window stands was lost (its sequence dropped) somewhere
+-- inside the window: it starts at the window's end, past every ID the session may have issued.
+CREATE OR REPLACE FUNCTION idfields.time_session(layout text) RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS $$
+DECLARE
+    bound regclass := idfields.time_window(layout);
+    issued regclass;
+BEGIN
+    IF pg_catalog.to_regclass('pg_temp.idfields_' || layout) IS NULL THEN
+        issued := idfields.time_sequence(layout);
+        PERFORM pg_catalog.setval(issued, pg_catalog.pg_sequence_last_value(bound))
+        WHERE pg_catalog.pg_sequence_last_value(bound) IS NOT NULL;
+    END IF;
+    RETURN bound;
 END
 $$;
 
@@ -832,13 +884,19 @@ $$;
 -- Step: before an ID at tick goes out, raise the node's durable fence over this tick and every
 -- tick the backend may go on to without the slow path (D7: up to the limit for a growing
 -- layout), then record the claim and its limit together (a rollback reverts both with the lease
--- row) and set the transaction's switch to the sequence.
+-- row) and the window the inlined hot path issues inside, which never reaches past the fence
+-- (D9: the limit's last tick for a growing layout, this tick for a wrapping one; a sequence,
+-- which a rollback keeps, as it keeps the fence).
 CREATE OR REPLACE FUNCTION idfields.time_record_claim(
     shape idfields.geometry, seq regclass, key integer, margin bigint, tick bigint,
     claimed integer, acquired bigint, promise bigint, me text
 ) RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
+DECLARE
+    period bigint := 1::bigint << shape.ts_bits;
+    lim bigint := LEAST(((promise - margin) * 1000 - shape.epoch_us) / shape.unit_us - 1,
+        CASE WHEN NOT shape.wraps THEN period - 2 END);
 BEGIN
     PERFORM idfields.raise_node_fence(key, claimed, GREATEST(
         CASE WHEN NOT shape.wraps THEN promise - margin END,
@@ -847,10 +905,11 @@ BEGIN
         claimed || ':' || acquired || ':' || promise || ':' || seq::oid || ':'
         || pg_catalog.split_part(me, ':', 3) || ':'
         || '@lease_schema@.idfields_node_lease'::regclass::oid, false);
-    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_limit', LEAST(
-        ((promise - margin) * 1000 - shape.epoch_us) / shape.unit_us - 1,
-        CASE WHEN NOT shape.wraps THEN (1::bigint << shape.ts_bits) - 2 END)::text, false);
-    PERFORM pg_catalog.set_config('idfields.' || shape.layout, seq::oid::text, true);
+    PERFORM pg_catalog.set_config('idfields.' || shape.layout || '_limit', lim::text, false);
+    PERFORM pg_catalog.setval(idfields.time_window(shape.layout),
+        ((CASE WHEN shape.wraps THEN tick % period ELSE lim END) << shape.ts_shift)
+        | (claimed::bigint << shape.node_shift) | shape.fixed
+        | ((1::bigint << shape.seq_bits) - 1));
 END
 $$;
 
@@ -980,87 +1039,63 @@ BEGIN
 END
 $$;
 
--- Everything but the hot path's common case and the issuers' own checks, for every layout:
--- the transaction's first ID (the switch is not set yet: it is set here when the session's
--- claim holds), an ID in a new tick inside the validated window, and the slow path for
--- anything else. PL/pgSQL, so the statement that inlines the hot path neither plans nor sets
--- up these branches (its planning and executor start-up grow with every inlined node), and its
--- plans are cached for the session. COST 1: it runs about once a tick, not once a row, so a
--- bulk INSERT is not costed (and JIT-compiled) as if it ran per row. top: the constant bits
--- above the timestamp; now_tick NULL: the clock's.
+-- Everything but the inlined hot path, for every layout: the session holds no window of the
+-- layout yet, its window ends (a renewal; a wrapping layout's new tick), or the hot path could
+-- not go on inside it (a layout whose sequence starts above 0 running ahead of the clock, a
+-- wrapping one in the tick after the clock's, a position the calling role moved). Goes on inside
+-- the window where only the hot path could not, else takes the slow path. The window is the
+-- owner's (time_window), the settings are not read here (D9). PL/pgSQL, so the statement that
+-- inlines the hot path neither plans nor sets up these branches, and its plans are cached for
+-- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
+-- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp;
+-- now_tick NULL: the clock's.
 CREATE OR REPLACE FUNCTION idfields.time_next(
     shape idfields.geometry, now_tick bigint, visible_lease regclass, top bigint
 ) RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1
 AS $$
 DECLARE
-    seq regclass := NULLIF(pg_catalog.current_setting('idfields.' || shape.layout, true), '')::oid;
+    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout);
+    bound bigint;
     seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
     period_mask bigint := (1::bigint << shape.ts_bits) - 1;
-    claim text[];
-    lim bigint;
+    -- The bits between the timestamp and the sequence: the node and constants.
+    middle bigint := ((1::bigint << shape.ts_shift) - 1) # seq_mask;
     last bigint;
+    next_id bigint;
 BEGIN
     now_tick := COALESCE(now_tick, (idfields.clock_us() - shape.epoch_us) / shape.unit_us);
-    -- A switch naming anything but this session's own sequence was set by hand: never act on
-    -- it as the owner (D4).
-    IF seq IS NOT NULL
-        AND seq IS DISTINCT FROM pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout)
+    IF seq IS NOT NULL AND (visible_lease IS NULL
+        OR visible_lease = '@lease_schema@.idfields_node_lease'::regclass)
     THEN
-        seq := NULL;
+        bound := pg_catalog.pg_sequence_last_value(idfields.time_window(shape.layout));
+        last := pg_catalog.pg_sequence_last_value(seq);
     END IF;
-    -- The transaction's first ID goes on with the session's claim when the slow path would
-    -- only confirm it: the claim is on this very sequence (not dropped or recreated since),
-    -- the transaction may write, the caller's search_path finds no other lease table than the
-    -- claim's, the sequence's last ID is on the claim's node, and neither the clock nor that
-    -- ID's tick is past the claim's limit (nor the ID ahead of the clock by max_ahead). Then
-    -- it sets the transaction-local switch, which the hot path reads from now on; anything
-    -- else takes the slow path. setval() of its own last value makes currval() defined again
-    -- after DISCARD SEQUENCES.
-    IF seq IS NULL THEN
-        claim := pg_catalog.string_to_array(
-            pg_catalog.current_setting('idfields.' || shape.layout || '_lease', true), ':');
-        lim := NULLIF(pg_catalog.current_setting('idfields.' || shape.layout || '_limit', true),
-            '');
-        IF claim[4] = pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout)::oid::text
-            AND pg_catalog.current_setting('transaction_read_only') = 'off'
-            AND claim[6] = COALESCE(visible_lease::oid::text, claim[6]) AND lim IS NOT NULL
-        THEN
-            last := pg_catalog.setval(claim[4]::oid,
-                pg_catalog.pg_sequence_last_value(claim[4]::oid));
-            IF last & (9223372036854775807 # (period_mask << shape.ts_shift) # seq_mask)
-                    = (claim[1]::bigint << shape.node_shift) | shape.fixed
-                AND (shape.wraps OR ((last >> shape.ts_shift) & period_mask) < lim)
-                AND pg_catalog.int8range(CASE WHEN NOT shape.wraps
-                    THEN ((last >> shape.ts_shift) & period_mask) + 1 - shape.max_ahead END,
-                    lim, '[]')
-                    @> now_tick
+    IF bound IS NOT NULL THEN
+        -- A position past the window, or off its node, was not issued inside it: the calling
+        -- role moved it. Go on after the window's end, past anything the session issued.
+        IF last IS NULL OR last > bound OR (last # bound) & middle <> 0 THEN
+            last := pg_catalog.setval(seq, bound);
+        END IF;
+        next_id := (((last | middle) + 1) & ~middle) | (bound & middle);
+        IF shape.wraps THEN
+            -- On in the window's tick, while that is the clock's or the next (modulo the
+            -- period); each new tick takes the slow path (D7).
+            next_id := GREATEST(next_id, (bound & ~seq_mask) | shape.seq_min);
+            IF next_id <= bound AND ((bound >> shape.ts_shift) - now_tick) & period_mask <= 1
             THEN
-                seq := pg_catalog.set_config('idfields.' || shape.layout, claim[4], true)::oid;
+                RETURN pg_catalog.setval(seq, next_id);
             END IF;
-        END IF;
-    END IF;
-    IF seq IS NOT NULL THEN
-        last := pg_catalog.currval(seq);
-        -- The hot path's own test, for the first ID of a transaction (see next_snowflake()).
-        IF (CASE WHEN shape.wraps
-            THEN ((((last + 1 - (((now_tick & period_mask) << shape.ts_shift) | top))
-                & (((period_mask - 1) << shape.ts_shift) | seq_mask)) - 1) & ~seq_mask) = 0
-            ELSE ((last + 1 - ((now_tick << shape.ts_shift) | top))
-                & (-9223372036854775808 | seq_mask)) > 0 END)
-        THEN
-            RETURN pg_catalog.setval(seq, last + 1);
-        END IF;
-        -- A growing layout moves to a new tick itself inside the validated window: no tick
-        -- past the limit, which a re-take after a reset fences on (time_slow_path).
-        IF NOT shape.wraps AND GREATEST(now_tick, ((last >> shape.ts_shift) & period_mask) + 1)
-                <= NULLIF(pg_catalog.current_setting(
-                'idfields.' || shape.layout || '_limit', true), '')::bigint
-            AND last & seq_mask <> seq_mask
-        THEN
-            RETURN pg_catalog.setval(seq,
-                (GREATEST(now_tick, ((last >> shape.ts_shift) & period_mask) + 1) << shape.ts_shift)
-                | (last & (((1::bigint << shape.ts_shift) - 1) # seq_mask)) | top | shape.seq_min);
+        ELSE
+            -- A growing layout moves to the clock's tick, or runs ahead of it, inside the
+            -- window: no tick past the limit (D1), none further ahead than max_ahead.
+            next_id := GREATEST(next_id, (now_tick << shape.ts_shift) | top | (bound & middle));
+            next_id := GREATEST(next_id, (next_id & ~seq_mask) | shape.seq_min);
+            IF next_id <= bound
+                AND (next_id >> shape.ts_shift) & period_mask <= now_tick + shape.max_ahead
+            THEN
+                RETURN pg_catalog.setval(seq, next_id);
+            END IF;
         END IF;
     END IF;
     RETURN idfields.time_slow_path(shape, now_tick, visible_lease);
@@ -1090,35 +1125,8 @@ CREATE OR REPLACE FUNCTION idfields."issue_snowflake"(visible_lease regclass) RE
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.snowflake_lease', true);
-    tick bigint := (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000);
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_snowflake')::oid::text
-            AND (pg_catalog.current_setting('idfields.snowflake', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 12;
-    next_id bigint := GREATEST(last + 1, (tick << 22) | base);
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -9223372036850585600 = 0
-        AND next_id >> 22 <= tick + 1000
-        AND next_id >> 22 <= NULLIF(pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.snowflake', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) - 1704067200000), visible_lease, 0);
 END
 $$;
 
@@ -1127,35 +1135,8 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.snowflake_lease', true);
-    tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000));
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_snowflake')::oid::text
-            AND (pg_catalog.current_setting('idfields.snowflake', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 12;
-    next_id bigint := GREATEST(last + 1, (tick << 22) | base);
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -9223372036850585600 = 0
-        AND next_id >> 22 <= tick + 1000
-        AND next_id >> 22 <= NULLIF(pg_catalog.current_setting('idfields.snowflake_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.snowflake', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('snowflake', 'snowflake', 1704067200000000, 1000, 41, 22, false, 12, 0, 1023, 12, 0, 0, 1000, 2000)::idfields.geometry, COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) - 1704067200000)), visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_snowflake_at"(bigint, regclass) FROM PUBLIC;
@@ -1172,25 +1153,90 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION idfields."open_snowflake"() RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_session('snowflake');
+END
+$$;
+
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
+-- statement binds the session's window and position as constants of its plan, which dropping
+-- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
+-- makes the two where they are missing. They run as the owner (a column default needs no USAGE
+-- on schema idfields) under the caller's search_path, for the lease table that path finds: so
+-- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
+-- issuer, which says why) on a standby, where the caller finds another lease table, in a
+-- read-only transaction before the session made the sequences, and where a window sequence not
+-- the owner's is in the way.
+CREATE OR REPLACE FUNCTION idfields."window_snowflake"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+DECLARE
+    bound regclass;
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
+            pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
+            idfields.lease_table()::pg_catalog.oid), true)
+    THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
+    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:snowflake"')::pg_catalog.oid
+      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
+    IF (pg_catalog.to_regclass('pg_temp."idfields:snowflake"') IS NULL
+            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_snowflake"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+    THEN
+        RETURN idfields."open_snowflake"();
+    END IF;
+    RETURN bound;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."position_snowflake"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN pg_catalog.to_regclass('pg_temp."idfields_snowflake"');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_snowflake_at_on"(bound regclass, issued regclass, now_tick bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '4190208'::bigint) + 1) & '-4190209'::bigint),
+            (now_tick << 22)) | (pg_catalog.pg_sequence_last_value(bound) & '4190208'::bigint),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))),
+        idfields."issue_snowflake_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease')));
+END;
+REVOKE ALL ON FUNCTION idfields."next_snowflake_at_on"(regclass, regclass, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION idfields."next_snowflake_at"(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass) + 1 - (now_tick << 22)) & -9223372036854771713) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_snowflake_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_snowflake_at_on"(idfields."window_snowflake"(), idfields."position_snowflake"(), now_tick);
 END;
 REVOKE ALL ON FUNCTION idfields."next_snowflake_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_snowflake_on"(bound regclass, issued regclass) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '4190208'::bigint) + 1) & '-4190209'::bigint),
+            ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) - 1704067200000) << 22)) | (pg_catalog.pg_sequence_last_value(bound) & '4190208'::bigint),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))),
+        idfields."issue_snowflake"(pg_catalog.to_regclass('idfields_node_lease')));
+END;
 
 CREATE OR REPLACE FUNCTION idfields."next_snowflake"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass) + 1 - ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) << 22)) & -9223372036854771713) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.snowflake', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_snowflake"(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_snowflake_on"(idfields."window_snowflake"(), idfields."position_snowflake"());
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_snowflake"(n bigint) RETURNS SETOF bigint
@@ -1227,36 +1273,8 @@ CREATE OR REPLACE FUNCTION idfields."issue_traceid"(visible_lease regclass) RETU
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.traceid_lease', true);
-    tick bigint := (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) / 1000);
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_traceid')::oid::text
-            AND (pg_catalog.current_setting('idfields.traceid', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 22 | 1;
-    next_id bigint := last + 1;
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF (last # base) & -9223371761981063168 = 0
-        AND tick <= NULLIF(pg_catalog.current_setting('idfields.traceid_limit', true), '')::bigint
-        AND ((((next_id - ((tick & 33554431) << 38)) & 9223371487103156223) - 1)
-            & -4194304) = 0
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.traceid', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) / 1000), visible_lease, 0);
 END
 $$;
 
@@ -1265,36 +1283,8 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.traceid_lease', true);
-    tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) / 1000));
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_traceid')::oid::text
-            AND (pg_catalog.current_setting('idfields.traceid', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 22 | 1;
-    next_id bigint := last + 1;
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF (last # base) & -9223371761981063168 = 0
-        AND tick <= NULLIF(pg_catalog.current_setting('idfields.traceid_limit', true), '')::bigint
-        AND ((((next_id - ((tick & 33554431) << 38)) & 9223371487103156223) - 1)
-            & -4194304) = 0
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.traceid', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('traceid', 'traceid', 0, 1000000, 25, 38, true, 22, 0, 65535, 22, 1, 0, 1, 5000)::idfields.geometry, COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) / 1000)), visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_traceid_at"(bigint, regclass) FROM PUBLIC;
@@ -1311,27 +1301,96 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION idfields."open_traceid"() RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_session('traceid');
+END
+$$;
+
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
+-- statement binds the session's window and position as constants of its plan, which dropping
+-- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
+-- makes the two where they are missing. They run as the owner (a column default needs no USAGE
+-- on schema idfields) under the caller's search_path, for the lease table that path finds: so
+-- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
+-- issuer, which says why) on a standby, where the caller finds another lease table, in a
+-- read-only transaction before the session made the sequences, and where a window sequence not
+-- the owner's is in the way.
+CREATE OR REPLACE FUNCTION idfields."window_traceid"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+DECLARE
+    bound regclass;
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
+            pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
+            idfields.lease_table()::pg_catalog.oid), true)
+    THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
+    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:traceid"')::pg_catalog.oid
+      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
+    IF (pg_catalog.to_regclass('pg_temp."idfields:traceid"') IS NULL
+            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_traceid"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+    THEN
+        RETURN idfields."open_traceid"();
+    END IF;
+    RETURN bound;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."position_traceid"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN pg_catalog.to_regclass('pg_temp."idfields_traceid"');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_traceid_at_on"(bound regclass, issued regclass, now_tick bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, CASE WHEN ((pg_catalog.pg_sequence_last_value(bound) >> 38) - now_tick)
+            & '33554431'::bigint <= 1
+        THEN NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '274873712640'::bigint) + 1) & '-274873712641'::bigint),
+            (pg_catalog.pg_sequence_last_value(bound) & '-274877906944'::bigint) | '1'::bigint)
+            | (pg_catalog.pg_sequence_last_value(bound) & '274873712640'::bigint),
+            pg_catalog.pg_sequence_last_value(bound)),
+            pg_catalog.pg_sequence_last_value(bound)) END),
+        idfields."issue_traceid_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease')));
+END;
+REVOKE ALL ON FUNCTION idfields."next_traceid_at_on"(regclass, regclass, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION idfields."next_traceid_at"(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass) + 1 - ((now_tick & 33554431) << 38)) & 9223371487103156223) - 1)
-            & -4194304) = 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_traceid_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_traceid_at_on"(idfields."window_traceid"(), idfields."position_traceid"(), now_tick);
 END;
 REVOKE ALL ON FUNCTION idfields."next_traceid_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_traceid_on"(bound regclass, issued regclass) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, CASE WHEN ((pg_catalog.pg_sequence_last_value(bound) >> 38) - (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) / 1000))
+            & '33554431'::bigint <= 1
+        THEN NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '274873712640'::bigint) + 1) & '-274873712641'::bigint),
+            (pg_catalog.pg_sequence_last_value(bound) & '-274877906944'::bigint) | '1'::bigint)
+            | (pg_catalog.pg_sequence_last_value(bound) & '274873712640'::bigint),
+            pg_catalog.pg_sequence_last_value(bound)),
+            pg_catalog.pg_sequence_last_value(bound)) END),
+        idfields."issue_traceid"(pg_catalog.to_regclass('idfields_node_lease')));
+END;
 
 CREATE OR REPLACE FUNCTION idfields."next_traceid"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass) + 1 - (((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) / 1000) & 33554431) << 38)) & 9223371487103156223) - 1)
-            & -4194304) = 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.traceid', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_traceid"(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_traceid_on"(idfields."window_traceid"(), idfields."position_traceid"());
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_traceid"(n bigint) RETURNS SETOF bigint
@@ -1631,6 +1690,7 @@ REVOKE ALL ON FUNCTION
     idfields.take_id_ranges(idfields.geometry, bigint, regclass),
     idfields.time_slow_path(idfields.geometry, bigint, regclass),
     idfields.time_refuse(text, text, regclass), idfields.time_sequence(text),
+    idfields.time_window(text), idfields.time_session(text),
     idfields.time_session_claim(idfields.geometry, regclass, bigint, bigint),
     idfields.time_renew(idfields.geometry, integer, bigint, bigint, bigint, bigint, bigint,
         bigint, bigint, integer, bigint, bigint, text),

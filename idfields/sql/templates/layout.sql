@@ -4,11 +4,14 @@
 -- @name@ is a value the renderer fills in: a quoted identifier, a literal, or an SQL expression
 -- it computes from the layout's geometry. These header lines are not a section.
 --
--- Beyond its common case the inlined hot path (next_<name>()) makes one PL/pgSQL call, the
--- issuer (issue_<name>()), which runs as the owner, checks a transaction's first ID (and, for a
--- growing layout, an ID in a new tick) with the geometry written in as literals, and hands
--- anything else to idfields.time_next(). The issuers take no geometry, lease key or tick from
--- the caller; the test hook's issue_<name>_at() and next_<name>_at() are revoked from PUBLIC.
+-- The hot path, next_<name>(), is SQL inlined into the caller's statement: it binds the
+-- session's two sequences of the layout when the statement is planned (window_<name>() and
+-- position_<name>(), which make them through open_<name>() where missing) and issues inside the
+-- window the owner wrote for the session (D9 of docs/explanation/lease-protocol-database.md).
+-- Anything else is one PL/pgSQL call, the issuer (issue_<name>()), run as the owner, which
+-- hands it to idfields.time_next() with the geometry written in as literals. No function a
+-- caller may run takes a geometry, lease key or tick; the test hook's next_<name>_at(),
+-- next_<name>_at_on() and issue_<name>_at() are revoked from PUBLIC.
 
 -- @@ user_layout
 -- idfields: ID functions of layout @name@, from idfields.sql.layouts.
@@ -38,13 +41,21 @@ CREATE OR REPLACE FUNCTION idfields.@issue@(visible_lease regclass) RETURNS bigi
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-@issue_body@
+BEGIN
+    RETURN idfields.time_next(@next_arguments@);
+END
+$$;
+
 CREATE OR REPLACE FUNCTION idfields.@issue_at@(now_tick bigint, visible_lease regclass)
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-@issue_at_body@REVOKE ALL ON FUNCTION idfields.@issue_at@(bigint, regclass) FROM PUBLIC;
+BEGIN
+    RETURN idfields.time_next(@next_at_arguments@);
+END
+$$;
+REVOKE ALL ON FUNCTION idfields.@issue_at@(bigint, regclass) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields.@issue_ranges@(
     n bigint, visible_lease regclass, OUT first_id bigint, OUT last_id bigint
@@ -58,25 +69,84 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION idfields.@open@() RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_session(@layout@);
+END
+$$;
+
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
+-- statement binds the session's window and position as constants of its plan, which dropping
+-- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
+-- makes the two where they are missing. They run as the owner (a column default needs no USAGE
+-- on schema idfields) under the caller's search_path, for the lease table that path finds: so
+-- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
+-- issuer, which says why) on a standby, where the caller finds another lease table, in a
+-- read-only transaction before the session made the sequences, and where a window sequence not
+-- the owner's is in the way.
+CREATE OR REPLACE FUNCTION idfields.@window@() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+DECLARE
+    bound regclass;
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
+            pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
+            idfields.lease_table()::pg_catalog.oid), true)
+    THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
+    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(@window_name@)::pg_catalog.oid
+      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
+    IF (pg_catalog.to_regclass(@window_name@) IS NULL
+            OR bound IS NOT NULL AND pg_catalog.to_regclass(@position_name@) IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+    THEN
+        RETURN idfields.@open@();
+    END IF;
+    RETURN bound;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.@position@() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN pg_catalog.to_regclass(@position_name@);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields.@hook_on@(bound regclass, issued regclass, now_tick bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, @hook_checked@),
+        idfields.@issue_at@(now_tick, pg_catalog.to_regclass('idfields_node_lease')));
+END;
+REVOKE ALL ON FUNCTION idfields.@hook_on@(regclass, regclass, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION idfields.@hook@(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN @hook_test@
-        THEN pg_catalog.setval(@sequence@, @candidate@)
-        ELSE idfields.@issue_at@(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields.@hook_on@(idfields.@window@(), idfields.@position@(), now_tick);
 END;
 REVOKE ALL ON FUNCTION idfields.@hook@(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields.@next_on@(bound regclass, issued regclass) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, @next_checked@),
+        idfields.@issue@(pg_catalog.to_regclass('idfields_node_lease')));
+END;
 
 CREATE OR REPLACE FUNCTION idfields.@next@() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN @next_test@
-        THEN pg_catalog.setval(@sequence@, @candidate@)
-        ELSE idfields.@issue@(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields.@next_on@(idfields.@window@(), idfields.@position@());
 END;
 
 CREATE OR REPLACE FUNCTION idfields.@take@(n bigint) RETURNS SETOF bigint
@@ -95,57 +165,21 @@ BEGIN ATOMIC
     FROM idfields.@issue_ranges@(n, pg_catalog.to_regclass('idfields_node_lease')) AS r;
 END;
 
--- @@ issuer_body
-DECLARE
-    claim text := pg_catalog.current_setting(@lease_setting@, true);
-    tick bigint := @tick@;
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass(@own_sequence@)::oid::text
-            AND (pg_catalog.current_setting(@switch@, true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << @node_shift@@base_low@;
-    next_id bigint := @next_id@;
-BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF @issuer_test@
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config(@switch@, pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        @next_arguments@);
-END
-$$;
--- @@ growing_next_id
-GREATEST(last + 1, (tick << @ts_shift@) | base)
--- @@ wrapping_next_id
-last + 1
--- @@ growing_issuer_test
-((last # base) | (next_id # base)) & @others@ = 0
-        AND @tick_of_next@ <= tick + @max_ahead@
-        AND @tick_of_next@ <= @limit@
--- @@ wrapping_issuer_test
-(last # base) & @others@ = 0
-        AND tick <= @limit@
-        AND @window_test@
--- @@ sequence
-NULLIF(pg_catalog.current_setting(@switch@, true), '')::oid::regclass
--- @@ limit
-NULLIF(pg_catalog.current_setting(@limit_setting@, true), '')::bigint
--- @@ growing_test
-((@candidate@ - @now_bits@) & @window_mask@) > 0
--- @@ wrapping_test
-((((@candidate@ - @now_bits@) & @kept@) - 1)
-            & @carry_mask@) = 0
+-- @@ growing_checked
+NULLIF(LEAST(pg_catalog.int8larger(@successor@,
+            @lowest@) | (pg_catalog.pg_sequence_last_value(bound) & @middle@),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))
+-- @@ wrapping_checked
+CASE WHEN ((pg_catalog.pg_sequence_last_value(bound) >> @ts_shift@) - @now@)
+            & @period_mask@ <= 1
+        THEN NULLIF(LEAST(pg_catalog.int8larger(@successor@,
+            (pg_catalog.pg_sequence_last_value(bound) & @not_low@) | @seq_min@)
+            | (pg_catalog.pg_sequence_last_value(bound) & @middle@),
+            pg_catalog.pg_sequence_last_value(bound)),
+            pg_catalog.pg_sequence_last_value(bound)) END
+-- @@ successor
+(((pg_catalog.pg_sequence_last_value(issued) | @middle@) + 1) & @not_middle@)
 -- @@ decoder
 CREATE OR REPLACE FUNCTION idfields.@decoder@(
     id bigint, @reference@OUT @stamp@ bigint, OUT @node@ integer, OUT @sequence@ @seq_type@,
@@ -181,7 +215,12 @@ SELECT r.now + (((@raw@ - r.now % @radix@ + @half@) % @radix@) + @radix@) % @rad
 DROP FUNCTION IF EXISTS idfields.@take_ranges@(bigint);
 DROP FUNCTION IF EXISTS idfields.@take@(bigint);
 DROP FUNCTION IF EXISTS idfields.@next@();
+DROP FUNCTION IF EXISTS idfields.@next_on@(regclass, regclass);
 DROP FUNCTION IF EXISTS idfields.@hook@(bigint);
+DROP FUNCTION IF EXISTS idfields.@hook_on@(regclass, regclass, bigint);
+DROP FUNCTION IF EXISTS idfields.@position@();
+DROP FUNCTION IF EXISTS idfields.@window@();
+DROP FUNCTION IF EXISTS idfields.@open@();
 DROP FUNCTION IF EXISTS idfields.@issue_ranges@(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.@issue_at@(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields.@issue@(regclass);

@@ -21,35 +21,8 @@ CREATE OR REPLACE FUNCTION idfields."issue_fine"(visible_lease regclass) RETURNS
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.fine_lease', true);
-    tick bigint := (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint) - 1704067200000000);
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_fine')::oid::text
-            AND (pg_catalog.current_setting('idfields.fine', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 7;
-    next_id bigint := GREATEST(last + 1, (tick << 13) | base);
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -9223372036854767744 = 0
-        AND next_id >> 13 <= tick + 1000000
-        AND next_id >> 13 <= NULLIF(pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.fine', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint) - 1704067200000000), visible_lease, 0);
 END
 $$;
 
@@ -58,35 +31,8 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.fine_lease', true);
-    tick bigint := COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint) - 1704067200000000));
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_fine')::oid::text
-            AND (pg_catalog.current_setting('idfields.fine', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 7;
-    next_id bigint := GREATEST(last + 1, (tick << 13) | base);
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -9223372036854767744 = 0
-        AND next_id >> 13 <= tick + 1000000
-        AND next_id >> 13 <= NULLIF(pg_catalog.current_setting('idfields.fine_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.fine', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('fine', 'fine#30d758cf0517', 1704067200000000, 1, 50, 13, false, 7, 0, 63, 7, 0, 0, 1000000, 2000)::idfields.geometry, COALESCE(now_tick, (((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint) - 1704067200000000)), visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_fine_at"(bigint, regclass) FROM PUBLIC;
@@ -103,25 +49,90 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION idfields."open_fine"() RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_session('fine');
+END
+$$;
+
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
+-- statement binds the session's window and position as constants of its plan, which dropping
+-- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
+-- makes the two where they are missing. They run as the owner (a column default needs no USAGE
+-- on schema idfields) under the caller's search_path, for the lease table that path finds: so
+-- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
+-- issuer, which says why) on a standby, where the caller finds another lease table, in a
+-- read-only transaction before the session made the sequences, and where a window sequence not
+-- the owner's is in the way.
+CREATE OR REPLACE FUNCTION idfields."window_fine"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+DECLARE
+    bound regclass;
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
+            pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
+            idfields.lease_table()::pg_catalog.oid), true)
+    THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
+    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:fine"')::pg_catalog.oid
+      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
+    IF (pg_catalog.to_regclass('pg_temp."idfields:fine"') IS NULL
+            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_fine"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+    THEN
+        RETURN idfields."open_fine"();
+    END IF;
+    RETURN bound;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."position_fine"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN pg_catalog.to_regclass('pg_temp."idfields_fine"');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_fine_at_on"(bound regclass, issued regclass, now_tick bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '8064'::bigint) + 1) & '-8065'::bigint),
+            (now_tick << 13)) | (pg_catalog.pg_sequence_last_value(bound) & '8064'::bigint),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))),
+        idfields."issue_fine_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease')));
+END;
+REVOKE ALL ON FUNCTION idfields."next_fine_at_on"(regclass, regclass, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION idfields."next_fine_at"(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1 - (now_tick << 13)) & -9223372036854775681) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_fine_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_fine_at_on"(idfields."window_fine"(), idfields."position_fine"(), now_tick);
 END;
 REVOKE ALL ON FUNCTION idfields."next_fine_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_fine_on"(bound regclass, issued regclass) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '8064'::bigint) + 1) & '-8065'::bigint),
+            ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint) - 1704067200000000) << 13)) | (pg_catalog.pg_sequence_last_value(bound) & '8064'::bigint),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))),
+        idfields."issue_fine"(pg_catalog.to_regclass('idfields_node_lease')));
+END;
 
 CREATE OR REPLACE FUNCTION idfields."next_fine"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1 - ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint) - 1704067200000000) << 13)) & -9223372036854775681) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.fine', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_fine"(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_fine_on"(idfields."window_fine"(), idfields."position_fine"());
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_fine"(n bigint) RETURNS SETOF bigint
@@ -164,7 +175,12 @@ SELECT pg_catalog.set_config('search_path',
 DROP FUNCTION IF EXISTS idfields."take_fine_ranges"(bigint);
 DROP FUNCTION IF EXISTS idfields."take_fine"(bigint);
 DROP FUNCTION IF EXISTS idfields."next_fine"();
+DROP FUNCTION IF EXISTS idfields."next_fine_on"(regclass, regclass);
 DROP FUNCTION IF EXISTS idfields."next_fine_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_fine_at_on"(regclass, regclass, bigint);
+DROP FUNCTION IF EXISTS idfields."position_fine"();
+DROP FUNCTION IF EXISTS idfields."window_fine"();
+DROP FUNCTION IF EXISTS idfields."open_fine"();
 DROP FUNCTION IF EXISTS idfields."issue_fine_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_fine_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_fine"(regclass);

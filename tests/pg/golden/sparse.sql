@@ -21,35 +21,8 @@ CREATE OR REPLACE FUNCTION idfields."issue_sparse"(visible_lease regclass) RETUR
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.sparse_lease', true);
-    tick bigint := ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) / 10);
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_sparse')::oid::text
-            AND (pg_catalog.current_setting('idfields.sparse', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 2;
-    next_id bigint := GREATEST(last + 1, (tick << 4) | base);
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -17592186044404 = 0
-        AND next_id >> 4 <= tick + 100
-        AND next_id >> 4 <= NULLIF(pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.sparse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) - 1704067200000) / 10), visible_lease, 0);
 END
 $$;
 
@@ -58,35 +31,8 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
-DECLARE
-    claim text := pg_catalog.current_setting('idfields.sparse_lease', true);
-    tick bigint := COALESCE(now_tick, ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) / 10));
-    -- The last ID of the claim's sequence, while it is this session's own, as the catalog
-    -- says (a setting naming another was written by hand: D4), and the switch is set (a new
-    -- tick) or, for the transaction's first ID, the transaction may write and the caller finds
-    -- the claim's lease table.
-    last bigint := pg_catalog.pg_sequence_last_value(CASE
-        WHEN pg_catalog.split_part(claim, ':', 4) = pg_catalog.to_regclass('pg_temp.idfields_sparse')::oid::text
-            AND (pg_catalog.current_setting('idfields.sparse', true) <> ''
-            OR pg_catalog.split_part(claim, ':', 6) = COALESCE(visible_lease::oid::text, pg_catalog.split_part(claim, ':', 6))
-            AND pg_catalog.current_setting('transaction_read_only') = 'off')
-        THEN NULLIF(pg_catalog.split_part(claim, ':', 4), '')::oid END);
-    base bigint := NULLIF(pg_catalog.split_part(claim, ':', 1), '')::bigint << 2;
-    next_id bigint := GREATEST(last + 1, (tick << 4) | base);
 BEGIN
-    -- A NULL anywhere (no claim, no sequence, no last ID, no limit) fails: the generic path.
-    -- The last ID and the next are on the claim's node: a claim this backend did not make
-    -- (a setting written by hand) names another node and goes to the slow path, which claims.
-    -- The switch is set with the ID (time_next() trusts a set switch).
-    IF ((last # base) | (next_id # base)) & -17592186044404 = 0
-        AND next_id >> 4 <= tick + 100
-        AND next_id >> 4 <= NULLIF(pg_catalog.current_setting('idfields.sparse_limit', true), '')::bigint
-    THEN
-        RETURN pg_catalog.setval(
-            pg_catalog.set_config('idfields.sparse', pg_catalog.split_part(claim, ':', 4), true)::oid, next_id);
-    END IF;
-    RETURN idfields.time_next(
-        ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, tick, visible_lease, 0);
+    RETURN idfields.time_next(ROW('sparse', 'sparse#dd74f73ed98f', 1704067200000000, 10000, 40, 4, false, 2, 0, 3, 2, 0, 0, 100, 2000)::idfields.geometry, COALESCE(now_tick, ((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) - 1704067200000) / 10)), visible_lease, 0);
 END
 $$;
 REVOKE ALL ON FUNCTION idfields."issue_sparse_at"(bigint, regclass) FROM PUBLIC;
@@ -103,25 +49,90 @@ BEGIN
 END
 $$;
 
+CREATE OR REPLACE FUNCTION idfields."open_sparse"() RETURNS regclass
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN idfields.time_session('sparse');
+END
+$$;
+
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
+-- statement binds the session's window and position as constants of its plan, which dropping
+-- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
+-- makes the two where they are missing. They run as the owner (a column default needs no USAGE
+-- on schema idfields) under the caller's search_path, for the lease table that path finds: so
+-- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
+-- issuer, which says why) on a standby, where the caller finds another lease table, in a
+-- read-only transaction before the session made the sequences, and where a window sequence not
+-- the owner's is in the way.
+CREATE OR REPLACE FUNCTION idfields."window_sparse"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+DECLARE
+    bound regclass;
+BEGIN
+    IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
+            pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
+            idfields.lease_table()::pg_catalog.oid), true)
+    THEN
+        RETURN NULL;
+    END IF;
+    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
+    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:sparse"')::pg_catalog.oid
+      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
+    IF (pg_catalog.to_regclass('pg_temp."idfields:sparse"') IS NULL
+            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_sparse"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+    THEN
+        RETURN idfields."open_sparse"();
+    END IF;
+    RETURN bound;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."position_sparse"() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN pg_catalog.to_regclass('pg_temp."idfields_sparse"');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION idfields."next_sparse_at_on"(bound regclass, issued regclass, now_tick bigint)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '12'::bigint) + 1) & '-13'::bigint),
+            (now_tick << 4)) | (pg_catalog.pg_sequence_last_value(bound) & '12'::bigint),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))),
+        idfields."issue_sparse_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease')));
+END;
+REVOKE ALL ON FUNCTION idfields."next_sparse_at_on"(regclass, regclass, bigint) FROM PUBLIC;
+
 CREATE OR REPLACE FUNCTION idfields."next_sparse_at"(now_tick bigint) RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (now_tick << 4)) & -9223372036854775805) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_sparse_at"(now_tick, pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_sparse_at_on"(idfields."window_sparse"(), idfields."position_sparse"(), now_tick);
 END;
 REVOKE ALL ON FUNCTION idfields."next_sparse_at"(bigint) FROM PUBLIC;
+
+CREATE OR REPLACE FUNCTION idfields."next_sparse_on"(bound regclass, issued regclass) RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT COALESCE(pg_catalog.setval(issued, NULLIF(LEAST(pg_catalog.int8larger((((pg_catalog.pg_sequence_last_value(issued) | '12'::bigint) + 1) & '-13'::bigint),
+            (((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * '1000000'::double precision)::bigint / 1000) - 1704067200000) / 10) << 4)) | (pg_catalog.pg_sequence_last_value(bound) & '12'::bigint),
+        pg_catalog.pg_sequence_last_value(bound)),
+        pg_catalog.pg_sequence_last_value(bound))),
+        idfields."issue_sparse"(pg_catalog.to_regclass('idfields_node_lease')));
+END;
 
 CREATE OR REPLACE FUNCTION idfields."next_sparse"() RETURNS bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 BEGIN ATOMIC
-    SELECT CASE
-        WHEN ((pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1 - (((((pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000000)::bigint / 1000) - 1704067200000) / 10) << 4)) & -9223372036854775805) > 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass, pg_catalog.currval(NULLIF(pg_catalog.current_setting('idfields.sparse', true), '')::oid::regclass) + 1)
-        ELSE idfields."issue_sparse"(pg_catalog.to_regclass('idfields_node_lease'))
-    END;
+    SELECT idfields."next_sparse_on"(idfields."window_sparse"(), idfields."position_sparse"());
 END;
 
 CREATE OR REPLACE FUNCTION idfields."take_sparse"(n bigint) RETURNS SETOF bigint
@@ -165,7 +176,12 @@ SELECT pg_catalog.set_config('search_path',
 DROP FUNCTION IF EXISTS idfields."take_sparse_ranges"(bigint);
 DROP FUNCTION IF EXISTS idfields."take_sparse"(bigint);
 DROP FUNCTION IF EXISTS idfields."next_sparse"();
+DROP FUNCTION IF EXISTS idfields."next_sparse_on"(regclass, regclass);
 DROP FUNCTION IF EXISTS idfields."next_sparse_at"(bigint);
+DROP FUNCTION IF EXISTS idfields."next_sparse_at_on"(regclass, regclass, bigint);
+DROP FUNCTION IF EXISTS idfields."position_sparse"();
+DROP FUNCTION IF EXISTS idfields."window_sparse"();
+DROP FUNCTION IF EXISTS idfields."open_sparse"();
 DROP FUNCTION IF EXISTS idfields."issue_sparse_ranges"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_sparse_at"(bigint, regclass);
 DROP FUNCTION IF EXISTS idfields."issue_sparse"(regclass);

@@ -1,11 +1,13 @@
 """The database side of the lease protocol, checked as a model: hypothesis drives real
 PostgreSQL backends that issue IDs of a one-node layout in transactions, commit or roll back,
 are reset the way poolers reset them (DISCARD ALL, DISCARD TEMP, RESET ALL) or drop their
-position inside a transaction (DISCARD TEMP, then a rollback gives it back), switch roles, are
+position inside a transaction (DISCARD TEMP, then a rollback gives it back), switch roles, move
+their position ahead of the clock or off the node (setval(), which any role may), are
 terminated, and share the node with app processes that claim, issue and release it; the clock
 moves in steps (the test hook's tick). After every step no ID was handed out twice, counting the
-IDs a rolled-back transaction handed out: the client read them and may keep them (invariants
-D1-D7 of docs/explanation/lease-protocol-database.md)."""
+IDs a rolled-back transaction handed out: the client read them and may keep them, and every ID
+a backend issued is on the claimed node, inside its session's window (invariants D1-D9 of
+docs/explanation/lease-protocol-database.md)."""
 
 from __future__ import annotations
 
@@ -55,8 +57,13 @@ class DatabaseLeases(RuleBasedStateMachine):
         self.backends = [self._backend() for _ in range(BACKENDS)]
         self.in_transaction = [False] * BACKENDS
         self.issued: list[int] = []
-        hook = sql.Identifier(f"next_{self.world.layout.name}_at")
+        name = self.world.layout.name
+        hook = sql.Identifier(f"next_{name}_at")
         self.next_at = sql.SQL("SELECT idfields.{}(%s) FROM generate_series(1, %s)").format(hook)
+        self.position = f"pg_temp.idfields_{name}"
+        self.window = sql.SQL("SELECT last_value FROM pg_temp.{}").format(
+            sql.Identifier(f"idfields:{name}")
+        )
 
     def _clock_tick(self) -> int:
         row = self.admin.execute("SELECT idfields.clock_ms() - %s", [EPOCH_MS]).fetchone()
@@ -88,7 +95,29 @@ class DatabaseLeases(RuleBasedStateMachine):
             if self.in_transaction[index]:  # the transaction is aborted: end it
                 self.ends(index, commit=False)
             return
-        self.issued += [int(row[0]) for row in rows]
+        ids = [int(row[0]) for row in rows]
+        window = self.backends[index].execute(self.window).fetchone()
+        assert window is not None
+        _, node, _ = self.world.layout.placed
+        assert {i // node.multiplier % node.radix for i in ids} == {0}, "an ID off the node"
+        assert max(ids) <= window[0], f"{max(ids) - window[0]} past the session's window"
+        self.issued += ids
+
+    @rule(
+        index=st.integers(0, BACKENDS - 1),
+        ms=st.sampled_from([300, 3000]),
+        node=st.sampled_from([0, 1]),
+    )
+    def moves_its_position(self, index: int, ms: int, node: int) -> None:
+        """The backend's role moves its session's position ``ms`` ahead of the clock, on the
+        claimed node 0 or on node 1 (which no lease covers), as a role that may not write the id
+        column may (issue 39, items 6 and 7): the checks in ``issue`` say where its IDs land."""
+        stamp, node_field, _ = self.world.layout.placed
+        value = (self.tick + ms) * stamp.multiplier + node * node_field.multiplier
+        self.backends[index].execute(
+            "SELECT setval(p, %s) FROM to_regclass(%s) AS p WHERE p IS NOT NULL",
+            [value, self.position],
+        )
 
     @rule(index=st.integers(0, BACKENDS - 1), commit=st.booleans())
     def ends(self, index: int, commit: bool) -> None:
@@ -185,12 +214,15 @@ class DatabaseLeases(RuleBasedStateMachine):
 
 @pytest.fixture
 def world(connect: Connect, postgres_url: str, one_node: Layout, app_role: str) -> Iterator[World]:
-    """The layout's test hook is granted to the role, so a backend issues under it as well."""
+    """The layout's test hook and what it calls are granted to the role (as
+    docs/how-to/privileges.md says), so a backend issues under it as well."""
     connect().execute(
         sql.SQL(
-            "GRANT EXECUTE ON FUNCTION idfields.{}(bigint), idfields.{}(bigint, regclass) TO {}"
+            "GRANT EXECUTE ON FUNCTION idfields.{}(bigint),"
+            " idfields.{}(regclass, regclass, bigint), idfields.{}(bigint, regclass) TO {}"
         ).format(
             sql.Identifier(f"next_{one_node.name}_at"),
+            sql.Identifier(f"next_{one_node.name}_at_on"),
             sql.Identifier(f"issue_{one_node.name}_at"),
             sql.Identifier(app_role),
         )
