@@ -294,4 +294,6 @@ def test_a_restart_delays_only_new_claims_and_only_after_a_crash(
         holder_db.close()
         newcomer_db.close()
     assert waited is not None, "a new claim was refused for eight ttls after the restart"
-    assert wait_s - 2 <= waited <= wait_s + 0.5, f"waited {waited:.2f} s"
+    # Slack for a loaded machine that still tells the two apart: a clean restart's first claim
+    # comes seconds before a crash's grace (9 s) could end.
+    assert wait_s - 2 <= waited <= wait_s + 3, f"waited {waited:.2f} s"
