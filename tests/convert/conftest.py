@@ -34,13 +34,14 @@ def pg(postgres_url: str) -> Iterator[Callable[..., Rows]]:
 
 @pytest.fixture
 def id_functions(pg: Callable[..., Rows]) -> Iterator[None]:
-    """The PL/pgSQL ID functions (``generation="db"``) and the lease table they use; the
+    """The PL/pgSQL ID functions (``generation="db"``) and the tables they use (leases, and the
+    counters where they record the database's identity and epochs); the
     functions go after, with the user-layout functions other suites installed on top of them
     (the pg suite's fixture installs them again when it finds them gone)."""
     from idfields import sql
 
-    (lease_table,) = create_tables("postgresql", "idfields_node_lease")
-    pg(lease_table)
+    for table in create_tables("postgresql", "idfields_node_lease", "idfields_counter"):
+        pg(table)
     pg(sql.load(sql.VERSION))
     yield
     pg("DROP SCHEMA conv CASCADE")  # the tables whose defaults call the functions
