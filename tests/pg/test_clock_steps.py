@@ -180,12 +180,13 @@ def ids(conn: psycopg.Connection[Any], layout: str, count: int) -> list[int]:
 
 def issue_across_a_step(
     cluster: Cluster, db: str, layout: str, step_s: float, until_refused: bool = False
-) -> tuple[dict[int, list[int]], list[psycopg.Error], int]:
+) -> tuple[dict[int, list[int]], list[psycopg.Error], int, float]:
     """Two backends issuing in statements of 50 IDs while the clock steps back ``step_s``;
     each keeps going (past any error) until it has issued 200 statements' worth after the
     step or seen 20 errors, and then, ``until_refused``, in statements of 20,000 until it is
     refused (a session's window, D9, holds a quarter of a second of IDs, about 1M). Also the
-    unix ms the clock read just before the step."""
+    unix ms the clock read just before the step, and the seconds from the step until both
+    backends stopped issuing."""
     issued: dict[int, list[int]] = {0: [], 1: []}
     errors: list[psycopg.Error] = []
     stepped = threading.Event()
@@ -222,7 +223,7 @@ def issue_across_a_step(
             work(index)
 
     run_in_threads(stepper, 3)
-    return issued, errors, before_ms[0]
+    return issued, errors, before_ms[0], time.time() - before_ms[0] / 1000
 
 
 @pytest.mark.parametrize("step_s", [0.5, 1.5, 10, 3600])
@@ -232,7 +233,7 @@ def test_snowflake_backends_stepped_back_issue_increasing_ids_or_say_22008(
     """Past its window a backend refuses a clock 10 s or more behind its last ID; inside it,
     it goes on from that ID, no further than the window's end (a quarter of a second past the
     clock before the step, 250 ms: 300 with slack)."""
-    issued, errors, before_ms = issue_across_a_step(
+    issued, errors, before_ms, took_s = issue_across_a_step(
         cluster, database, "snowflake", step_s, until_refused=step_s >= 10
     )
     every = issued[0] + issued[1]
@@ -244,8 +245,13 @@ def test_snowflake_backends_stepped_back_issue_increasing_ids_or_say_22008(
         assert "behind the last snowflake ID" in str(error)
         assert error.diag.message_hint is not None and "Wait" in error.diag.message_hint
     if step_s >= 10:
-        assert errors
-        assert max(every) >> 22 <= before_ms - SNOWFLAKE_EPOCH_MS + 300
+        # Refused while the clock is still over max_ahead + the 1 s wait behind the window's
+        # end; a loaded machine can take longer than that to issue a window, and then the
+        # clock has caught up and the IDs go on (increasing and unique, as checked above).
+        assert errors or took_s > step_s / 2, f"no refusal {took_s:.1f} s after the step"
+        # No further than the window's end, or than the clock once it caught up.
+        caught_up_ms = max(0.0, took_s - step_s) * 1000
+        assert max(every) >> 22 <= before_ms - SNOWFLAKE_EPOCH_MS + 300 + caught_up_ms
 
 
 @pytest.mark.parametrize("step_s", [3, 10])
