@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import psycopg
@@ -19,7 +20,13 @@ from idfields.coordination import LeaseSource
 from idfields.generators import make_generator
 from idfields.layouts import get_layout
 from idfields.sqlalchemy_ext._coordination import SQLAlchemyDatabase
-from tests.pg.conftest import as_a_database_of_its_own, end_window, run_in_threads
+from tests.pg.conftest import (
+    Connect,
+    as_a_database_of_its_own,
+    end_window,
+    install_if_missing,
+    run_in_threads,
+)
 
 SNOWFLAKE, TRACEID, DECIMAL = (get_layout(n) for n in ("snowflake", "traceid", "decimal"))
 EPOCH_MS = 1_704_067_200_000
@@ -185,28 +192,30 @@ def test_restricted_role_with_documented_grants(pg_kwargs, connect) -> None:
         admin.execute("DROP ROLE idfields_app")
 
 
-def test_pg_dump_restores_into_a_fresh_database(pg_kwargs, connect) -> None:
-    admin = connect()
-    admin.execute("DROP DATABASE IF EXISTS idfields_restore_test")
-    admin.execute("CREATE DATABASE idfields_restore_test")
-    source = {k: v for k, v in pg_kwargs.items() if k != "dbname"}
-    try:
-        args = ["-h", str(source["host"]), "-p", str(source["port"]), "-U", str(source["user"])]
-        dump = subprocess.run(
-            ["pg_dump", "-Fc", *args, str(pg_kwargs["dbname"])], check=True, capture_output=True
-        ).stdout
-        subprocess.run(
-            ["pg_restore", *args, "-d", "idfields_restore_test"],
-            input=dump,
-            check=True,
-            capture_output=True,
-        )
-        restored = connect(dbname="idfields_restore_test")
-        as_a_database_of_its_own(restored)
-        ids = ids_of(restored, call("next_snowflake"), 1000)
-        assert ids == sorted(set(ids))
-    finally:
-        admin.execute("DROP DATABASE IF EXISTS idfields_restore_test WITH (FORCE)")
+def test_pg_dump_restores_into_a_fresh_database(
+    connect: Connect, fresh_database: Callable[[str], str]
+) -> None:
+    """A database that issued IDs, dumped and restored into another: the copy issues its own,
+    increasing. Both databases are the test's own: the session database's dump would take the
+    other workers' tables half-way through their DDL."""
+    source, target = (DbUrl.parse(fresh_database("postgresql")) for _ in range(2))
+    with psycopg.connect(**source.psycopg_kwargs(), autocommit=True) as conn:
+        install_if_missing(conn)
+        ids_of(conn, call("next_snowflake"), 10)
+    args = ["-h", str(source.host), "-p", str(source.port), "-U", str(source.user)]
+    dump = subprocess.run(
+        ["pg_dump", "-Fc", *args, str(source.database)], check=True, capture_output=True
+    ).stdout
+    subprocess.run(
+        ["pg_restore", *args, "-d", str(target.database)],
+        input=dump,
+        check=True,
+        capture_output=True,
+    )
+    restored = connect(dbname=target.database)
+    as_a_database_of_its_own(restored)
+    ids = ids_of(restored, call("next_snowflake"), 1000)
+    assert ids == sorted(set(ids))
 
 
 def test_traceid_crosses_the_2_25_second_wrap_without_repeating(connect) -> None:
