@@ -11,9 +11,19 @@ A fork from C runs no hook of Python: every path that issues or gives a node bac
 same node in one process: refused.
 
 One lock discipline: every state change (issue past the hot path, take, close, node claims and
-renewals) holds the lock and sets ``_busy``, which sends the compiled hot path (it reads and
-writes the counters without the lock, atomically under the GIL) to the lock as well. A wait for
-the clock releases the lock, so it never holds up other threads, close() or the fork hook.
+renewals) runs in :meth:`IdGenerator._changing`, which holds the lock and sets ``_busy``; that
+sends the compiled hot path (it reads and writes the counters without the lock, atomically under
+the GIL) to the lock as well. A wait for the clock happens between two such changes, outside the
+lock, so it never holds up other threads, close() or the fork hook.
+
+Interrupts: a signal handler may raise (KeyboardInterrupt, Celery's soft time limit) wherever
+Python checks for signals, that is on any call. So the lock is taken by a ``with`` statement
+only, in the frame that runs the change: CPython checks for signals neither between the lock's
+``__enter__`` and the protected block nor before its ``__exit__`` releases it, so no exception
+leaves it held. A change cut short drops the rest of the current block (``_left`` = 0: the hot
+paths then go to the lock). A node claim marks the generator stale before it gives a node back
+or takes one, and clears that only once the node's limits and fence are in place, so an
+interrupted claim is made again, never issued from half-made.
 """
 
 from __future__ import annotations
@@ -22,9 +32,9 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn, Protocol, runtime_checkable
+from typing import NoReturn, ParamSpec, Protocol, TypeVar, runtime_checkable
 
 from idfields import _forking, shutdown
 from idfields.errors import GeneratorClosed, ValueOutOfRange, WrongArgumentType
@@ -47,6 +57,8 @@ _NO_COPY = (
 )
 
 live_generators: weakref.WeakSet[IdGenerator] = weakref.WeakSet()
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
 
 
 def check_take_count(count: object) -> int:
@@ -105,6 +117,7 @@ class IdGenerator:
             self._source = static
         self._lock = threading.Lock()
         self._busy = 0
+        self._sleep: Callable[[float], None] = time.sleep
         self._owner = _forking.process()
         self._closed = False
         self._assignment: Assignment | None = None
@@ -136,58 +149,64 @@ class IdGenerator:
 
     def take(self, count: int) -> list[int]:
         """Reserve ``count`` IDs at once, in increasing order, at the layout's full capacity."""
-        count = check_take_count(count)
-        ids: list[int] = []
-        step = self._step
-        _forking.adopt()
-        with self._changing():
-            while count:
-                self._ensure_room(count)
-                chunk = min(count, self._left)
-                first = self._id + step
-                self._id += chunk * step
-                self._left -= chunk
-                ids.extend(range(first, self._id + 1, step))
-                count -= chunk
-        return ids
+        return self._issue(check_take_count(count))
 
     _busy: int  # set while the lock holder changes state (the compiled hot path then waits)
 
-    @contextlib.contextmanager
-    def _changing(self) -> Iterator[None]:
-        """Hold the lock for a state change; see the module docstring."""
+    def _changing(self, change: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        """Run ``change`` holding the lock; see the module docstring for why it is this shape."""
         with self._lock:
             self._busy = 1
             try:
-                yield
+                return change(*args, **kwargs)
+            except BaseException:  # no call in here: nothing interrupts these two lines
+                self._block -= self._left
+                self._left = 0
+                raise
             finally:
                 self._busy = 0
 
-    def _pause(self, seconds: float, sleep: Callable[[float], None]) -> None:
-        """Sleep with the lock released, inside ``_changing()``: other threads go on meanwhile,
-        so the caller must read the clock and the state again afterwards."""
-        lock = self._lock
-        self._busy = 0
-        lock.release()
-        try:
-            sleep(seconds)
-        finally:
-            lock.acquire()
-            self._busy = 1
-
     def _locked_issue(self) -> int:
         """Either hot path's way out: any ID but the plain next one, under the lock. It decides
-        afresh here: a hot path's view (and a time generator's clock reading, which
+        afresh there: a hot path's view (and a time generator's clock reading, which
         ``_ensure_room`` takes again) is old once another thread let go of the lock."""
-        _forking.adopt()
-        with self._changing():
-            self._ensure_room(1)
-            self._left -= 1
-            self._id += self._step
-            return self._id
+        return self._issue(1)[0]
 
-    def _ensure_room(self, wanted: int) -> None:
-        """Make ``self._left`` positive: a new tick or block, running ahead, waiting or raising."""
+    def _issue(self, count: int) -> list[int]:
+        """``count`` IDs under the lock, with any waits for the clock between turns of it
+        (``max_wait`` bounds each stretch of waiting without an ID issued)."""
+        _forking.adopt()
+        ids: list[int] = []
+        waited_ns = 0
+        while len(ids) < count:
+            had = len(ids)
+            wait_ns = self._changing(self._fill, ids, count, waited_ns)
+            waited_ns = wait_ns if len(ids) > had else waited_ns + wait_ns
+            if wait_ns:
+                self._sleep(wait_ns / 1e9)
+        return ids
+
+    def _fill(self, ids: list[int], count: int, waited_ns: int) -> int:
+        """Under the lock: issue into ``ids`` until it holds ``count``, or say how many ns to
+        wait first (the caller waits with the lock released, then calls again)."""
+        step = self._step
+        while len(ids) < count:
+            wanted = count - len(ids)
+            wait_ns = self._ensure_room(wanted, waited_ns)
+            if wait_ns:
+                return wait_ns
+            chunk = min(wanted, self._left)
+            first = self._id + step
+            self._id += chunk * step
+            self._left -= chunk
+            ids.extend(range(first, self._id + 1, step))
+            waited_ns = 0
+        return 0
+
+    def _ensure_room(self, wanted: int, waited_ns: int) -> int:
+        """Make ``self._left`` positive (a new tick or block, running ahead, or raising) and
+        return 0, or return how many ns to wait for the clock first; ``waited_ns`` is what this
+        call waited so far."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -195,12 +214,11 @@ class IdGenerator:
         node starts after that). The generator is done: a later call raises NodeError, since
         the node's next holder may already be issuing from the fence written here."""
         _forking.adopt()  # in a child forked from C: never give back the parent's node
-        with self._changing():  # the hot path stops before the fence is read
-            self._closed = True
-            try:
-                self._drop_assignment()
-            finally:  # even when the release fails: nothing more is issued from this node
-                self._mark_stale()
+        self._changing(self._close)  # the hot path stops before the fence is read
+
+    def _close(self) -> None:
+        self._closed = True
+        self._drop_assignment()
 
     def __del__(self) -> None:
         # A dropped generator frees its node; the release fences the node's next holder. Never
@@ -238,16 +256,25 @@ class IdGenerator:
         return 0.0
 
     def _drop_assignment(self) -> None:
-        assignment, self._assignment = self._assignment, None
-        if assignment is not None and assignment.release is not None:
-            assignment.release(self._issued_until_ns())
+        """Stop issuing from the node, then give it back saying how far it issued: stale first,
+        forgotten last, so an interrupt anywhere in between leaves a generator that releases
+        again (a release is idempotent) and claims anew, never one issuing from a node it gave
+        back."""
+        assignment = self._assignment
+        until = self._issued_until_ns()
+        self._mark_stale()
+        if assignment is not None:
+            if assignment.release is not None:
+                assignment.release(until)
+            self._assignment = None
 
     def _issued_until_ns(self) -> int:
         """A time no ID of this generator is later than (for fencing the node's next holder)."""
         return time.time_ns()
 
     def _assign(self) -> Assignment:
-        """Take fresh node values from the source; the source raises when it has none."""
+        """Take fresh node values from the source; the source raises when it has none. The
+        generator stays stale until the node, its limits and its fence are all in place."""
         self._check_owner()
         self._drop_assignment()
         source = self._source
@@ -259,10 +286,15 @@ class IdGenerator:
             value * self.layout[name].multiplier for name, value in values.items()
         )
         self._assignment = assignment
-        self._stale = False
         if assignment.renew is not None:  # a lease: give it back on SIGTERM too, not only atexit
             shutdown.arm()
+        self._accept(assignment)
+        self._stale = False
         return assignment
+
+    def _accept(self, assignment: Assignment) -> None:
+        """Apply what a fresh assignment says beyond its node values (a time layout's window
+        and fence); nothing for a counter."""
 
     def _check_owner(self) -> None:
         """Before every node claim: a closed generator, or another process's fixed node, is

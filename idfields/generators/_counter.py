@@ -22,12 +22,13 @@ class CounterGenerator(CounterCore, IdGenerator):
                 f"layout {self.layout.name!r} has a timestamp; use TimeGenerator"
             )
 
-    def _ensure_room(self, wanted: int) -> None:
+    def _ensure_room(self, wanted: int, waited_ns: int) -> int:
         if not self._left:
             self._renew()
+        return 0
 
     def _renew(self) -> None:
         """A fresh block: at first use, after fork, and when the counter is used up."""
         self._assign()
-        self._start_block(self._per_block)
         self._id = self._node_base - self._step
+        self._start_block(self._per_block)  # last: until then the hot paths find no IDs left

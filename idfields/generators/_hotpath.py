@@ -41,15 +41,11 @@ class PureCounterCore:
     def __call__(self) -> int:
         if not live[()]:
             return self._locked_issue()
-        lock = self._lock  # acquire/release: cheaper than ``with`` on 3.11
-        lock.acquire()
-        try:
+        with self._lock:  # never acquire() then try: a signal handler may raise in between
             if self._left and live[()]:
                 self._left -= 1
                 self._id = issued = self._id + self._step
                 return issued
-        finally:
-            lock.release()
         return self._locked_issue()
 
 
@@ -76,20 +72,16 @@ class PureTimeCore(PureCounterCore):
     _end_ns: int
 
     def __call__(self) -> int:
-        # acquire/release: cheaper than ``with`` on 3.11; the window test replaces tick maths;
-        # the clock as a local: ``self._clock()`` is a method lookup that does not specialise.
+        # The window test replaces tick maths; the clock as a local: ``self._clock()`` is a
+        # method lookup that does not specialise.
         if not live[()]:
             return self._locked_issue()
-        lock = self._lock
         clock = self._clock
-        lock.acquire()
-        try:
+        with self._lock:  # never acquire() then try: a signal handler may raise in between
             if self._left and self._floor_ns <= clock() < self._end_ns and live[()]:
                 self._left -= 1
                 self._id = issued = self._id + self._step
                 return issued
-        finally:
-            lock.release()
         return self._locked_issue()
 
 

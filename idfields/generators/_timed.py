@@ -29,7 +29,6 @@ Clock = Callable[[], int]
 Sleep = Callable[[float], None]
 
 DEFAULT_MAX_SKEW_NS = 1_000_000_000
-STALE_TICK = 1 << 62  # larger than any tick: sends the next call down the slow path
 NO_LIMIT = (1 << 63) - 1
 
 
@@ -67,22 +66,24 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._epoch_ns, self._unit_ns = geometry.epoch_ns, geometry.unit_ns
         self._tick_mul, self._modulus = geometry.tick_multiplier, geometry.modulus
         self._max_tick = NO_LIMIT if geometry.max_tick is None else geometry.max_tick
-        self._renew_tick = self._expiry_tick = self._limit_tick = self._max_tick
+        self._renew_tick = self._expiry_tick = self._max_tick
         self._renew_error: Exception | None = None
         self._skew_ticks = max_skew_ns // self._unit_ns
         self._max_wait_ns = max_wait_ns
+        self._tick = -1  # no tick issued yet (``_mark_stale`` left _limit_tick below it)
 
     def _now_tick(self) -> int:
         return (self._clock() - self._epoch_ns) // self._unit_ns
 
-    def _ensure_room(self, wanted: int) -> None:
-        self._room_at(self._now_tick(), wanted)
-
-    def _room_at(self, tick: int, wanted: int) -> None:
+    def _ensure_room(self, wanted: int, waited_ns: int) -> int:
+        tick = self._now_tick()
+        if self._stale:  # first use, after fork, close or an interrupted claim
+            self._assign()
         if tick > self._tick:
             self._begin(tick)
         elif not self._left or tick + self._skew_ticks < self._tick:
-            self._make_room(tick, wanted)
+            return self._make_room(tick, wanted, waited_ns)
+        return 0
 
     def _begin(self, tick: int) -> None:
         if tick > self._limit_tick:
@@ -134,56 +135,53 @@ class TimeGenerator(TimeCore, IdGenerator):
         self._apply_window(renew_after_ns, valid_until_ns)
         return tick
 
-    def _assign(self) -> Assignment:
-        assignment = super()._assign()
-        self._apply_window(assignment.renew_after_ns, assignment.valid_until_ns)
-        return assignment
+    def _accept(self, assignment: Assignment) -> None:
+        """The lease's window, and the fence: no tick at or before ``not_before_ns``, nor
+        before a tick this generator issued (its IDs only increase, whatever the node)."""
+        fence = assignment.not_before_ns
+        if fence:
+            self._tick = max(self._tick, self.layout.tick_of(fence))  # only ever grows
+        self._apply_window(assignment.renew_after_ns, assignment.valid_until_ns)  # last
 
     def _apply_window(self, renew_after_ns: int | None, valid_until_ns: int | None) -> None:
         tick_of = self.layout.tick_of
-        self._renew_tick = NO_LIMIT if renew_after_ns is None else tick_of(renew_after_ns)
-        self._expiry_tick = NO_LIMIT if valid_until_ns is None else tick_of(valid_until_ns)
-        self._limit_tick = min(self._max_tick, self._renew_tick, self._expiry_tick)
+        renew_tick = NO_LIMIT if renew_after_ns is None else tick_of(renew_after_ns)
+        expiry_tick = NO_LIMIT if valid_until_ns is None else tick_of(valid_until_ns)
+        limit_tick = min(self._max_tick, renew_tick, expiry_tick)
+        # No call from here on, the limit last: an interrupt never leaves half a window.
+        self._renew_tick, self._expiry_tick = renew_tick, expiry_tick
+        self._limit_tick = limit_tick
         self._renew_error = None
 
     def _issued_until_ns(self) -> int:
-        if self._tick == STALE_TICK:
+        if self._tick < 0:
             return time.time_ns()
         return self._epoch_ns + (self._tick + 1) * self._unit_ns - 1  # the last ns of the tick
 
     def _run_ahead_s(self) -> float:
-        if self._tick == STALE_TICK:
+        if self._tick < 0:
             return 0.0
         ahead_ns = self._epoch_ns + self._tick * self._unit_ns - self._clock()
         return max(ahead_ns, 0) / 1e9
 
-    def _make_room(self, now_tick: int, wanted: int) -> None:
-        """The slow path: assign a node, run ahead within the skew bound, wait, or raise. Each
-        turn decides from the state afresh: while it waited, other threads went on."""
-        if not self._stale and self._left and now_tick < self._tick:
+    def _make_room(self, now_tick: int, wanted: int, waited_ns: int) -> int:
+        """The slow path: run ahead within the skew bound, or say how long to wait, or raise.
+        After a wait the caller comes back with the clock read afresh: meanwhile other threads
+        went on."""
+        if not waited_ns and self._left and now_tick < self._tick:
             behind_s = (self._tick - now_tick) * self._unit_ns / 1e9
             emit("clock.backwards", behind_s, layout=self.layout.lease_key)
-        waited_ns = 0
-        while True:
-            if self._stale:  # first use, after fork or close: claim a node (or be refused)
-                fence = self._assign().not_before_ns
-                self._tick = max(0, self.layout.tick_of(fence)) if fence else 0
-                self._start_block(0)
-            if now_tick > self._tick:
-                self._begin(now_tick)
-                return
-            target = self._tick if self._left else self._tick + 1
-            if target - now_tick <= self._skew_ticks:
-                if target != self._tick:
-                    self._begin(target)
-                return
-            waited_ns += self._wait_for(target, now_tick, wanted, waited_ns)
-            now_tick = self._now_tick()
+        target = self._tick if self._left else self._tick + 1
+        if target - now_tick <= self._skew_ticks:
+            if target != self._tick:
+                self._begin(target)
+            return 0
+        return self._wait_for(target, now_tick, wanted, waited_ns)
 
     def _wait_for(self, target: int, now_tick: int, wanted: int, waited_ns: int) -> int:
-        """Sleep (lock released) until ``target`` is within the skew bound, batched for
-        ``take()``; what one call sleeps in total stays within ``max_wait``, so a stuck clock
-        raises instead of hanging."""
+        """How long to wait (lock released) until ``target`` is within the skew bound, batched
+        for ``take()``; what one call waits in total stays within ``max_wait``, so a stuck
+        clock raises instead of hanging."""
         behind = target - self._skew_ticks - now_tick
         budget_ns = self._max_wait_ns - waited_ns
         if behind * self._unit_ns > budget_ns:
@@ -197,10 +195,9 @@ class TimeGenerator(TimeCore, IdGenerator):
         batch = min(-(-wanted // self._per_block), max(self._skew_ticks // 2, 1))
         wait_ns = min((max(behind, batch) if behind <= 1 else behind) * self._unit_ns, budget_ns)
         emit("clock.wait", wait_ns / 1e9, layout=self.layout.lease_key)
-        self._pause(wait_ns / 1e9, self._sleep)
         return wait_ns
 
     def _mark_stale(self) -> None:
         super()._mark_stale()
-        self._tick = STALE_TICK
+        self._limit_tick = -1  # below every tick: the compiled core starts no tick inline
         self._floor_ns = self._end_ns = 0
