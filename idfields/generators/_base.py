@@ -13,17 +13,21 @@ same node in one process: refused.
 One lock discipline: every state change (issue past the hot path, take, close, node claims and
 renewals) runs in :meth:`IdGenerator._changing`, which holds the lock and sets ``_busy``; that
 sends the compiled hot path (it reads and writes the counters without the lock, atomically under
-the GIL) to the lock as well. A wait for the clock happens between two such changes, outside the
-lock, so it never holds up other threads, close() or the fork hook.
+the GIL) to the lock as well. The pure-Python hot path takes no lock: it draws from the block the
+slow path published (see ``_hotpath``). A wait for the clock happens between two changes,
+outside the lock, so it never holds up other threads, close() or the fork hook.
+
+The block: ``_open``, ``_room`` and ``_draw`` here work on the counters the compiled core reads
+(``_left``, ``_id``); the pure core overrides them with an iterator it draws from.
 
 Interrupts: a signal handler may raise (KeyboardInterrupt, Celery's soft time limit) wherever
 Python checks for signals, that is on any call. So the lock is taken by a ``with`` statement
 only, in the frame that runs the change: CPython checks for signals neither between the lock's
 ``__enter__`` and the protected block nor before its ``__exit__`` releases it, so no exception
-leaves it held. A change cut short drops the rest of the current block (``_left`` = 0: the hot
-paths then go to the lock). A node claim marks the generator stale before it gives a node back
-or takes one, and clears that only once the node's limits and fence are in place, so an
-interrupted claim is made again, never issued from half-made.
+leaves it held. What a hot path reads is changed by a run of stores with no call between
+(a block, a window), so no interrupt leaves half of it. A node claim marks the generator stale
+before it gives a node back or takes one, and clears that only once the node's limits and fence
+are in place, so an interrupted claim is made again, never issued from half-made.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import NoReturn, ParamSpec, Protocol, TypeVar, runtime_checkable
 
@@ -159,10 +163,6 @@ class IdGenerator:
             self._busy = 1
             try:
                 return change(*args, **kwargs)
-            except BaseException:  # no call in here: nothing interrupts these two lines
-                self._block -= self._left
-                self._left = 0
-                raise
             finally:
                 self._busy = 0
 
@@ -189,22 +189,38 @@ class IdGenerator:
     def _fill(self, ids: list[int], count: int, waited_ns: int) -> int:
         """Under the lock: issue into ``ids`` until it holds ``count``, or say how many ns to
         wait first (the caller waits with the lock released, then calls again)."""
-        step = self._step
         while len(ids) < count:
             wanted = count - len(ids)
             wait_ns = self._ensure_room(wanted, waited_ns)
             if wait_ns:
                 return wait_ns
-            chunk = min(wanted, self._left)
-            first = self._id + step
-            self._id += chunk * step
-            self._left -= chunk
-            ids.extend(range(first, self._id + 1, step))
+            ids.extend(self._draw(wanted))  # fewer when the pure hot path drew the rest
             waited_ns = 0
         return 0
 
+    def _room(self) -> int:
+        """IDs left in the current block."""
+        return self._left
+
+    def _draw(self, count: int) -> Iterable[int]:
+        """Up to ``count`` IDs of the current block, in order."""
+        step = self._step
+        chunk = min(count, self._left)
+        first = self._id + step
+        self._id += chunk * step
+        self._left -= chunk
+        return range(first, self._id + 1, step)
+
+    def _open(self, first: int, size: int) -> None:
+        """Begin a block of ``size`` IDs from ``first``, counting what the last one issued
+        (here, on the slow path, so that :meth:`stats` costs the hot path nothing). Only
+        stores after the count: an interrupt never leaves half a block."""
+        issued = self._issued + self._block - self._room()
+        self._id = first - self._step
+        self._issued, self._block, self._left = issued, size, size
+
     def _ensure_room(self, wanted: int, waited_ns: int) -> int:
-        """Make ``self._left`` positive (a new tick or block, running ahead, or raising) and
+        """Make room in the block (a new tick or block, running ahead, or raising) and
         return 0, or return how many ns to wait for the clock first; ``waited_ns`` is what this
         call waited so far."""
         raise NotImplementedError
@@ -233,19 +249,11 @@ class IdGenerator:
     def _mark_stale(self) -> None:
         """Send the next call down the slow path, which takes a node before issuing."""
         self._stale = True
-        self._start_block(0)
-
-    def _start_block(self, size: int) -> None:
-        """Begin a tick or block of ``size`` IDs, counting what the last one issued.
-
-        Counting here, on the slow path, is what keeps :meth:`stats` free for the hot path.
-        """
-        self._issued += self._block - self._left
-        self._left = self._block = size
+        self._open(0, 0)
 
     def stats(self) -> GeneratorStats | None:
         """IDs issued and run-ahead now, or None for a generator that never issued."""
-        issued = self._issued + self._block - self._left
+        issued = self._issued + self._block - self._room()
         if not issued:
             return None
         node = ",".join(f"{k}={v}" for k, v in (self.node or {}).items()) or "-"

@@ -23,12 +23,11 @@ class CounterGenerator(CounterCore, IdGenerator):
             )
 
     def _ensure_room(self, wanted: int, waited_ns: int) -> int:
-        if not self._left:
+        if not self._room():
             self._renew()
         return 0
 
     def _renew(self) -> None:
         """A fresh block: at first use, after fork, and when the counter is used up."""
         self._assign()
-        self._id = self._node_base - self._step
-        self._start_block(self._per_block)  # last: until then the hot paths find no IDs left
+        self._open(self._node_base, self._per_block)

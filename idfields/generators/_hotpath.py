@@ -13,76 +13,101 @@ import importlib.util
 import os
 import sys
 import sysconfig
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from operator import length_hint
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from idfields._forking import live
 
+_NOTHING: Iterator[int] = iter(())  # an empty block: every call goes to the slow path
+
 
 class PureCounterCore:
-    """Issue the next ID of the current block under the lock; leave the rest to the slow path
-    (a used-up block, a node to take, a closed or forked generator: ``_left`` is 0 then).
+    """Draw the next ID of the current block without a lock; leave the rest to the slow path
+    (a used-up block, a node to take, a closed or forked generator: the block is empty then).
 
-    A fork that ran no hook of Python (fork(2) from C) leaves the parent's state here: the page
-    ``live`` says so (see ``idfields._forking``), read twice. Before the lock, since a lock some
-    thread of the parent held is never released in the child; and between the last call and the
-    state change, where no signal handler can run: one that forks there (from C or Python)
-    would give the child the parent's very ID.
+    The block is an iterator over its IDs, which the slow path publishes in one store and draws
+    from too, under the lock. A draw from a range iterator (``for``: no call, so no signal
+    handler runs between it and the return) is one step of C under the GIL, so each ID is
+    drawn once, by one thread, however they interleave; a block the slow path
+    replaced is never published again, so an ID a late thread draws from it is unique too. That
+    needs the GIL: see :data:`ATOMIC_DRAWS`.
+
+    A fork that ran no hook of Python (fork(2) from C) leaves the parent's block here: the page
+    ``live`` says so (see ``idfields._forking``), read after the draw and before the return,
+    where no signal handler can run: one that forks earlier leaves a child that reads it false
+    (or, after Python's fork, whose hooks emptied the block before it draws).
     """
 
-    _lock: threading.Lock
-    _left: int
-    _id: int
+    _ids: Iterator[int]
+    _issued: int
+    _block: int
     _step: int
-    _busy: int
     _locked_issue: Callable[[], int]  # the slow path, defined by IdGenerator
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._publish(_NOTHING)  # before IdGenerator's __init__, which counts the empty block
+        super().__init__(*args, **kwargs)
+
     def __call__(self) -> int:
-        if not live[()]:
-            return self._locked_issue()
-        with self._lock:  # never acquire() then try: a signal handler may raise in between
-            if self._left and live[()]:
-                self._left -= 1
-                self._id = issued = self._id + self._step
+        for issued in self._ids:  # one step, no call: no signal handler runs before the return
+            if live[()]:
                 return issued
+            break
         return self._locked_issue()
+
+    def _room(self) -> int:
+        return length_hint(self._ids)  # exact for a range iterator, at this moment
+
+    def _draw(self, count: int) -> Iterable[int]:
+        return list(islice(self._ids, count))  # fewer when hot calls drew the rest meanwhile
+
+    def _open(self, first: int, size: int) -> None:
+        issued = self._issued + self._block - self._room()
+        step = self._step
+        self._publish(iter(range(first, first + size * step, step)) if size else _NOTHING)
+        self._issued, self._block = issued, size  # no call since the publish returned
+
+    def _publish(self, ids: Iterator[int]) -> None:
+        self._ids = ids
 
 
 class PureTimeCore(PureCounterCore):
-    """Issue the next ID of the current tick under the lock; leave the rest to the slow path.
-
-    The current tick is still usable while the clock reads inside ``[_floor_ns, _end_ns)``
-    (the tick itself, or up to ``max_skew`` before it): the same decision as the compiled
-    core's ``tick <= _tick and tick + _skew_ticks >= _tick``, without the division. The
-    compiled core also starts a new tick inline; here the slow path does, to the same effect.
+    """Draw the next ID of the current tick without a lock, while the clock reads inside the
+    tick's window ``[floor, end)`` (the tick itself, or up to ``max_skew`` before it): the same
+    decision as the compiled core's ``tick <= _tick and tick + _skew_ticks >= _tick``, without
+    the division. The block and its window are one tuple, published in one store. The compiled
+    core also starts a new tick inline; here the slow path does, to the same effect.
     """
 
+    _window: tuple[Iterator[int], int, int]
     _clock: Callable[[], int]
     _tick: int
     _epoch_ns: int
     _unit_ns: int
     _skew_ticks: int
-    _limit_tick: int
-    _node_base: int
-    _modulus: int
-    _tick_mul: int
-    _per_block: int
-    _floor_ns: int
-    _end_ns: int
 
     def __call__(self) -> int:
-        # The window test replaces tick maths; the clock as a local: ``self._clock()`` is a
-        # method lookup that does not specialise.
-        if not live[()]:
-            return self._locked_issue()
-        clock = self._clock
-        with self._lock:  # never acquire() then try: a signal handler may raise in between
-            if self._left and self._floor_ns <= clock() < self._end_ns and live[()]:
-                self._left -= 1
-                self._id = issued = self._id + self._step
-                return issued
+        # The clock first, the window after it: a clock that forks (or a signal handler run on
+        # its return) leaves a child whose hooks replaced the window, or whose ``live`` reads
+        # false. From the window on, no call until the return.
+        now = self._clock()
+        ids, floor_ns, end_ns = self._window
+        if floor_ns <= now < end_ns:
+            for issued in ids:  # see PureCounterCore.__call__
+                if live[()]:
+                    return issued
+                break
         return self._locked_issue()
+
+    def _publish(self, ids: Iterator[int]) -> None:
+        floor_ns = end_ns = 0  # an empty block has no window
+        if ids is not _NOTHING:
+            floor_ns = self._epoch_ns + (self._tick - self._skew_ticks) * self._unit_ns
+            end_ns = self._epoch_ns + (self._tick + 1) * self._unit_ns
+        self._ids = ids  # two stores, no call between
+        self._window = (ids, floor_ns, end_ns)
 
 
 def _pure_forced() -> bool:
@@ -114,22 +139,53 @@ class _SlottedCounterCore(PureCounterCore):
     """:class:`PureCounterCore` with its hot state in slots: a generator has more attributes
     than an instance dict shares keys for (30), so without them every read is a hashed lookup."""
 
-    __slots__ = ("_id", "_left", "_lock", "_step")
+    __slots__ = ("_ids",)
 
 
 class _SlottedTimeCore(PureTimeCore):
     """:class:`PureTimeCore` with its hot state in slots; see :class:`_SlottedCounterCore`."""
 
-    __slots__ = ("_clock", "_end_ns", "_floor_ns", "_id", "_left", "_lock", "_step")
+    __slots__ = ("_clock", "_ids", "_window")
 
+
+class _DrawUnderLock:
+    """Every call through the slow path, which draws under the lock."""
+
+    _locked_issue: Callable[[], int]
+
+    def __call__(self) -> int:
+        return self._locked_issue()
+
+
+class _LockedCounterCore(_DrawUnderLock, _SlottedCounterCore):
+    """:class:`PureCounterCore` where draws are not atomic (see :data:`ATOMIC_DRAWS`)."""
+
+
+class _LockedTimeCore(_DrawUnderLock, _SlottedTimeCore):
+    """:class:`PureTimeCore` where draws are not atomic (see :data:`ATOMIC_DRAWS`)."""
+
+
+def _gil_enabled() -> bool:
+    check: Callable[[], bool] | None = getattr(sys, "_is_gil_enabled", None)  # 3.13+
+    return check() if check is not None else not sysconfig.get_config_var("Py_GIL_DISABLED")
+
+
+ATOMIC_DRAWS = _gil_enabled()
+"""Whether ``next()`` on an iterator two threads share runs as one step, which the lock-free
+pure hot path relies on: true under the GIL (a C function holds it throughout). Free-threaded
+CPython running without it gives no such promise, so there every pure call takes the lock."""
 
 if TYPE_CHECKING:
     CounterCore = PureCounterCore
     TimeCore = PureTimeCore
 else:
-    CounterCore, TimeCore = _compiled() or (_SlottedCounterCore, _SlottedTimeCore)
+    CounterCore, TimeCore = _compiled() or (
+        (_SlottedCounterCore, _SlottedTimeCore)
+        if ATOMIC_DRAWS
+        else (_LockedCounterCore, _LockedTimeCore)
+    )
 
-COMPILED = TimeCore is not _SlottedTimeCore
+COMPILED = TimeCore not in (_SlottedTimeCore, _LockedTimeCore)
 
 
 class CoreStatus(NamedTuple):

@@ -81,7 +81,7 @@ class TimeGenerator(TimeCore, IdGenerator):
             self._assign()
         if tick > self._tick:
             self._begin(tick)
-        elif not self._left or tick + self._skew_ticks < self._tick:
+        elif not self._room() or tick + self._skew_ticks < self._tick:
             return self._make_room(tick, wanted, waited_ns)
         return 0
 
@@ -89,11 +89,7 @@ class TimeGenerator(TimeCore, IdGenerator):
         if tick > self._limit_tick:
             tick = self._check_limits(tick)
         self._tick = tick
-        self._start_block(self._per_block)
-        self._id = self._node_base + (tick % self._modulus) * self._tick_mul - self._step
-        # The pure hot path's window: the clock readings at which this tick may still be used.
-        self._floor_ns = self._epoch_ns + (tick - self._skew_ticks) * self._unit_ns
-        self._end_ns = self._epoch_ns + (tick + 1) * self._unit_ns
+        self._open(self._node_base + (tick % self._modulus) * self._tick_mul, self._per_block)
 
     def _check_limits(self, tick: int) -> int:
         """Once a tick passes a limit: the layout's end, or the lease's renewal time or expiry
@@ -168,10 +164,11 @@ class TimeGenerator(TimeCore, IdGenerator):
         """The slow path: run ahead within the skew bound, or say how long to wait, or raise.
         After a wait the caller comes back with the clock read afresh: meanwhile other threads
         went on."""
-        if not waited_ns and self._left and now_tick < self._tick:
+        room = self._room()
+        if not waited_ns and room and now_tick < self._tick:
             behind_s = (self._tick - now_tick) * self._unit_ns / 1e9
             emit("clock.backwards", behind_s, layout=self.layout.lease_key)
-        target = self._tick if self._left else self._tick + 1
+        target = self._tick if room else self._tick + 1
         if target - now_tick <= self._skew_ticks:
             if target != self._tick:
                 self._begin(target)
@@ -200,4 +197,3 @@ class TimeGenerator(TimeCore, IdGenerator):
     def _mark_stale(self) -> None:
         super()._mark_stale()
         self._limit_tick = -1  # below every tick: the compiled core starts no tick inline
-        self._floor_ns = self._end_ns = 0
