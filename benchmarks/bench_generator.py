@@ -1,10 +1,11 @@
 """The generator against its peers: ns per ID of one call and of bulk calls, and take() throughput.
 
 Every figure is measured in paired rounds with the peers (:mod:`benchmarks.timing`). Targets:
-the compiled single call no slower than uuid_utils.uuid7 and ahead of every
-app-side peer, the decimal layout too (<= 1.0x uuid7); the pure-Python call no slower than
-snowflake-id's unlocked ``next()``; ``take(100_000)`` in a loop sustains >= 95% of snowflake's
-capacity (4,096,000 IDs/s per node) without running ahead of the clock past the skew bound.
+the compiled single call no slower than uuid_utils.uuid7 and ahead of every app-side peer, the
+decimal layout too (<= 1.0x uuid7); the pure-Python call no slower than snowflake-id's unlocked
+``next()``, timed alone and in a plain loop; ``take(100_000)`` in a loop sustains >= 95% of
+snowflake's capacity (4,096,000 IDs/s per node) without running ahead of the clock past the skew
+bound.
 
 The pure path is chosen once, at import, so its group runs in a child process with
 ``IDFIELDS_PURE_PYTHON=1`` (peers and all: a ratio is only taken within one process).
@@ -160,16 +161,13 @@ def _locked_call() -> Callable[[], object]:
     lock = threading.Lock()
 
     def call() -> None:
-        lock.acquire()  # as the pure path takes it
-        try:
+        with lock:
             pass
-        finally:
-            lock.release()
 
     return call
 
 
-# What thread safety costs a pure-Python call: the difference of these two, measured beside it.
+# What a lock would cost a pure-Python call: the difference of these two, measured beside it.
 EMPTY_CALL, LOCKED_CALL = "an empty Python call", "a Python call taking a threading.Lock"
 LOCK_SUBJECTS = [Subject(EMPTY_CALL, _empty_call), Subject(LOCKED_CALL, _locked_call)]
 
@@ -177,16 +175,11 @@ LOCK_SUBJECTS = [Subject(EMPTY_CALL, _empty_call), Subject(LOCKED_CALL, _locked_
 def _lock_note(result: Paired[str]) -> str:
     spent = result.median(LOCKED_CALL) - result.median(EMPTY_CALL)
     return (
-        f"the lock that makes the call thread-safe is {spent:.0f} ns of it (the two Python calls "
-        "below); snowflake-id's next() takes none. Callgrind instructions a call (a 100k-call "
-        "loop, PYTHONHASHSEED=0, a constant clock so no tick rolls over under valgrind): state in "
-        "the instance dict 3,877 (33 attributes, past the 30 keys a dict shares, so every read "
-        "is a hashed lookup); hot state in slots 3,605; the clock read into a local (kept) "
-        "3,471; with the real clock 4,280-4,490 against snowflake-id's 4,340. The fork check "
-        "(idfields._forking.live read before the lock and after the clock, so a child forked "
-        "from C never goes on with the parent's tick), on a C clock moving 1 ms every 3,000 "
-        "reads: 3,102 without it, 3,660 with it read as page[0], 3,460 as a 0-d bool view "
-        "(kept), against snowflake-id's 4,020"
+        "takes no lock: it draws the next ID from the block the slow path published (one step "
+        f"under the GIL); a threading.Lock would add {spent:.0f} ns (the two Python calls "
+        "below), as snowflake-id's next() takes none either. Its state lives in slots (a "
+        "generator has more attributes than an instance dict shares keys for), the clock is read "
+        "into a local, and the fork mark (idfields._forking.live) is read as a 0-d bool view"
     )
 
 
@@ -240,11 +233,59 @@ def single_call_group(quick: bool, compiled: bool) -> list[Row]:
     return rows + ([lead] if lead else []) + _with_group(missing, group)
 
 
+PLAIN_LOOP = "generator: plain loop, pure Python"
+PLAIN_OURS, PLAIN_SNOWFLAKE_ID = "for _ in range(n): gen()", "for _ in range(n): next(sf)"
+
+
+def _loop_ours(calls: int) -> float:
+    """ns per ``gen()`` in a loop as a user writes it, in this process's CPU time (what the
+    machine's other processes take from the wall is not the call's)."""
+    gen = _ours("snowflake", bound=False)()
+    started = time.process_time()
+    for _ in range(calls):
+        gen()
+    return (time.process_time() - started) / calls * 1e9
+
+
+def _loop_snowflake_id(calls: int) -> float:
+    """:func:`_loop_ours` for snowflake-id: ``next(sf)``, as its README iterates it."""
+    from snowflake import SnowflakeGenerator
+
+    sf = SnowflakeGenerator(1)
+    started = time.process_time()
+    for _ in range(calls):
+        next(sf)
+    return (time.process_time() - started) / calls * 1e9
+
+
+def plain_loop_group(quick: bool) -> list[Row]:
+    """The pure path against snowflake-id's ``next()`` in a plain loop, paired rounds.
+
+    The harness's single-call group times the bound method under ``timeit`` (its loop is C, the
+    call a LOAD_FAST): the call alone. A user's loop calls ``gen()`` on an instance and pays
+    the loop and the instance call too: this is the figure a user feels.
+    """
+    calls, rounds = (50_000, 7) if quick else (200_000, 21)
+    loops = {PLAIN_OURS: _loop_ours, PLAIN_SNOWFLAKE_ID: _loop_snowflake_id}
+    try:
+        _loop_snowflake_id(1)
+    except ImportError as error:
+        note = f"not installed: {error.name} (.venv/bin/pip install -e '.[bench]')"
+        return [make_row(PLAIN_LOOP, PLAIN_SNOWFLAKE_ID, None, NS_PER_ID, None, note=note)]
+    result: Paired[str] = paired(list(loops), rounds, lambda name: loops[name](calls))
+    notes = {PLAIN_OURS: "CPU time of this process per call, the loop included"}
+    return paired_rows(
+        PLAIN_LOOP, NS_PER_ID, result, PLAIN_SNOWFLAKE_ID, targets={PLAIN_OURS: 1.0}, notes=notes
+    )
+
+
 def _pure_rows(quick: bool) -> list[Row]:
-    """:func:`single_call_group` of the pure path, in a child with IDFIELDS_PURE_PYTHON=1."""
+    """:func:`single_call_group` and :func:`plain_loop_group` of the pure path, in a child with
+    IDFIELDS_PURE_PYTHON=1."""
     code = (
-        "import json, sys; from benchmarks.bench_generator import single_call_group; "
-        "print(json.dumps(single_call_group(sys.argv[1] == 'quick', compiled=False)))"
+        "import json, sys; from benchmarks.bench_generator import plain_loop_group, "
+        "single_call_group; quick = sys.argv[1] == 'quick'; "
+        "print(json.dumps(single_call_group(quick, compiled=False) + plain_loop_group(quick)))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, "quick" if quick else "full"],
@@ -260,7 +301,11 @@ def _pure_rows(quick: bool) -> list[Row]:
 
 def single_call_rows(quick: bool) -> list[Row]:
     """Both paths: compiled (when built) here, pure in a child."""
-    pure = _pure_rows(quick) if COMPILED else single_call_group(quick, compiled=False)
+    pure = (
+        _pure_rows(quick)
+        if COMPILED
+        else single_call_group(quick, compiled=False) + plain_loop_group(quick)
+    )
     if COMPILED:
         return single_call_group(quick, compiled=True) + pure
     note = "C extension not built here (python setup.py build_ext --inplace)"
