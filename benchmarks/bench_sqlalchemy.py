@@ -6,6 +6,10 @@ Paths, N rows each, into an emptied table:
 - ``session.execute(insert(Model), rows)`` + ``commit()`` (insertmanyvalues; target <= 1.05x on
   PostgreSQL);
 - Core executemany: ``conn.execute(table.insert(), rows)`` (target <= 1.05x on PostgreSQL).
+- Both many-row paths again with the keys back, as an application that goes on to use the rows
+  needs them (the ORM flush always takes them): the database's key by ``RETURNING``, ours with
+  none, from ``inserted_primary_key_rows`` (Core) or given in the rows from one ``take(n)``
+  (``insert(Model)``, whose result carries no keys); target <= 1.0x. Ours and the baseline only.
 
 Keys: ``Identity()``/AUTO_INCREMENT BIGINT (the baseline), ``id_column`` (snowflake), and as
 plain ``default=`` callables: ``uuid_utils.compat.uuid7`` (a ``Uuid`` column), snowflake-id,
@@ -50,6 +54,7 @@ from idfields.sqlalchemy_ext import configure, get_generator, id_column
 OURS = "id_column (snowflake)"
 BASELINE = {"postgresql": "Identity() BIGINT", "mysql": "AUTO_INCREMENT BIGINT"}
 ORM, EXECUTE, CORE = "ORM flush", "session.execute(insert(Model), rows)", "Core executemany"
+EXECUTE_BACK, CORE_BACK = f"{EXECUTE}, keys back", f"{CORE}, keys back"
 # What the attempts to lead the peers by more than noise gave (client CPU, paired rounds).
 LEAD_ATTEMPTS = (
     "the ID call is ~0.1 us of a 10-40 us row, the rest is SQLAlchemy and the driver, the same "
@@ -73,7 +78,7 @@ KEY_COST = (
     "more bound parameter (by function: +2.2k in the interpreter, +1.5k dict lookups), not the "
     "ID call (TimeCore_call: 58 instructions a row, no frame)"
 )
-TARGETS = {ORM: 1.0}
+TARGETS = {ORM: 1.0, EXECUTE_BACK: 1.0, CORE_BACK: 1.0}
 # The many-row paths on PostgreSQL: an app-side key costs a row one more parameter (KEY_COST).
 MANY_ROWS_TARGET = 1.05
 DRIVERS = {"postgresql": ("psycopg",), "mysql": ("pymysql", "mysqldb")}
@@ -175,6 +180,8 @@ def _insert(
 ) -> tuple[float, float]:
     """Wall and client CPU seconds to insert ``rows`` into ``model``'s emptied table by ``path``."""
     _truncate(engine, model)
+    if path in (EXECUTE_BACK, CORE_BACK):
+        return _insert_keys_back(path, engine, model, rows)
     if path == CORE:
         table = _table(model)
 
@@ -191,6 +198,39 @@ def _insert(
                 session.execute(sa.insert(model), rows)
             else:
                 session.add_all(objects)
+            session.commit()
+
+        return wall_and_cpu(orm)
+
+
+def _insert_keys_back(
+    path: str, engine: sa.Engine, model: type[Base], rows: list[dict[str, Any]]
+) -> tuple[float, float]:
+    """:func:`_insert` ending with the keys in hand: RETURNING for the database's key, none
+    for ours (see the module docstring)."""
+    table = _table(model)
+    ours = table.name == "idf_bench_sa_ksorted"
+    if path == CORE_BACK:
+        statement = table.insert() if ours else table.insert().returning(table.c.id)
+
+        def core() -> None:
+            with engine.begin() as conn:
+                result = conn.execute(statement, rows)
+                keys = result.inserted_primary_key_rows if ours else result.all()
+                assert len(keys) == len(rows)
+
+        return wall_and_cpu(core)
+    generator = get_generator("snowflake")
+    with Session(engine) as session:
+
+        def orm() -> None:
+            if ours:
+                keys = generator.take(len(rows))
+                given = [{**row, "id": key} for row, key in zip(rows, keys, strict=True)]
+                session.execute(sa.insert(model), given)
+            else:
+                returned = session.execute(sa.insert(model).returning(table.c.id), rows).all()
+                assert len(returned) == len(rows)
             session.commit()
 
         return wall_and_cpu(orm)
@@ -218,6 +258,8 @@ def _path_rows(
     vendor: str, path: str, engines: dict[str, sa.Engine], keys: Keys, count: int, rounds: int
 ) -> list[Row]:
     rows = [{"name": f"row {i}", "amount": i} for i in range(count)]
+    if path in (EXECUTE_BACK, CORE_BACK):  # ours against the database's key only
+        keys = Keys({name: keys.models[name] for name in ("baseline", OURS)}, {})
     names = list(keys.models)
     subjects = [f"{driver}|{name}" for driver, name in itertools.product(engines, names)]
 
@@ -229,7 +271,7 @@ def _path_rows(
     wall, cpu = paired_wall_and_cpu(subjects, rounds, measure)
     out: list[Row] = []
     baseline = BASELINE[vendor]
-    many_rows = vendor == "postgresql" and path in (EXECUTE, CORE)
+    many_rows = vendor == "postgresql" and path in (EXECUTE, CORE, EXECUTE_BACK, CORE_BACK)
     target = TARGETS.get(path, MANY_ROWS_TARGET if many_rows else None)
     for driver in engines:
         group = f"SQLAlchemy {path} ({VENDORS[vendor]}, {DRIVER_NAMES[driver]}, {count:,} rows)"
@@ -279,7 +321,7 @@ def _vendor_rows(vendor: str, count: int, rounds: int) -> list[Row]:
         if first is not None:
             Base.metadata.drop_all(first)
             Base.metadata.create_all(first)
-            for path in (ORM, EXECUTE, CORE):
+            for path in (ORM, EXECUTE, CORE, EXECUTE_BACK, CORE_BACK):
                 rows += _path_rows(vendor, path, engines, keys, count, rounds)
             Base.metadata.drop_all(first)
     finally:
