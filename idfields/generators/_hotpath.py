@@ -3,8 +3,9 @@
 ``idfields._speedups`` (C, built by ``setup.py`` when a compiler is present; loaded where the
 kernel wipes a page on fork, which it reads as the pure core reads ``live``) has a
 ``CounterCore`` and a ``TimeCore`` that mirror :class:`PureCounterCore` and :class:`PureTimeCore`
-exactly: the same counters, the same decisions, the same IDs for the same clock and state; the
-tests run both. ``IDFIELDS_PURE_PYTHON=1`` forces the reference.
+exactly: the same decisions, the same IDs for the same clock and state (the compiled ones count
+a block down under the GIL, the pure ones draw from it without a lock); the tests run both.
+``IDFIELDS_PURE_PYTHON=1`` forces the reference.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Call a generator under a storm of signals whose handler raises, as Celery's soft time limit
 (SoftTimeLimitExceeded from a signal handler) and Ctrl-C (KeyboardInterrupt) do.
 
-``signal_storm_child.py <static|leases> <interrupts>``: a timer fires every 20 µs to 1 ms
+``signal_storm_child.py <static|leases|counter> <interrupts>``: a timer fires every 20 µs to 1 ms
 while the process calls ``gen()`` and ``take(n)`` (large enough to run ahead and wait for the
 clock); the handler raises inside whichever call it lands in. ``leases`` takes nodes from an
 in-memory lease table whose renewals expire, get lost and are taken again, so claims,
-renewals and releases are interrupted too. Prints one JSON line: interrupts landed, whether
+renewals and releases are interrupted too; ``counter`` is a runid generator taking a fresh
+run for every block. Prints one JSON line: interrupts landed, whether
 the lock was found held between calls, whether the generator answered afterwards (within a
 bounded wait), and whether the IDs it returned kept increasing (so never repeated).
 """
@@ -13,6 +14,7 @@ bounded wait), and whether the IDs it returned kept increasing (so never repeate
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import os
 import random
@@ -108,6 +110,16 @@ def answer(gen: IdGenerator, into: list[int]) -> None:
             time.sleep(0.01)
 
 
+class FreshRuns:
+    """A never-used run id for every block, as RunIdSource gives from its database."""
+
+    def __init__(self) -> None:
+        self.runs = itertools.count(1)
+
+    def acquire(self, layout: Layout) -> Assignment:
+        return Assignment({"run": next(self.runs)})
+
+
 def storm(gen: IdGenerator, interrupts: int) -> dict[str, object]:
     global armed
     last = issued = 0
@@ -157,6 +169,8 @@ def storm(gen: IdGenerator, interrupts: int) -> dict[str, object]:
 def main(kind: str, interrupts: int) -> None:
     if kind == "leases":
         gen = make_generator("snowflake", Leases(8), max_skew_ns=50 * MS)
+    elif kind == "counter":  # a counter layout: a fresh run every 16,384 IDs
+        gen = make_generator("runid", FreshRuns())
     else:  # a small skew: take() waits for the clock, and the waits are interrupted too
         gen = make_generator("snowflake", node=5, max_skew_ns=2 * MS)
     print(json.dumps(storm(gen, interrupts)), flush=True)

@@ -5,7 +5,8 @@ inside the hot path, a claim, a renewal, a release or a wait for the clock. Afte
 is free, the generator answers, and its IDs kept increasing: never one issued twice.
 
 Each case runs ``signal_storm_child.py`` in a subprocess under a storm of such signals, on each
-core (the compiled one and ``IDFIELDS_PURE_PYTHON=1``), with a fixed node and with leases.
+core (the compiled one and ``IDFIELDS_PURE_PYTHON=1``), with a fixed node, with leases, and on
+a counter layout.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ CORES = ["pure", pytest.param("compiled", marks=pytest.mark.skipif(not COMPILED,
 
 
 @pytest.mark.parametrize("core", CORES)
-@pytest.mark.parametrize("source", ["static", "leases"])
+@pytest.mark.parametrize("source", ["static", "leases", "counter"])
 def test_a_signal_handler_raising_inside_calls_never_leaves_the_lock_held(
     core: str, source: str
 ) -> None:
