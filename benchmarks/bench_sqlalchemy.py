@@ -78,6 +78,17 @@ KEY_COST = (
     "more bound parameter (by function: +2.2k in the interpreter, +1.5k dict lookups), not the "
     "ID call (TimeCore_call: 58 instructions a row, no frame)"
 )
+# Why the keys-back paths stay above 1.0x (PostgreSQL, psycopg 3, 2,000 rows, 11 paired rounds).
+BACK_COST = (
+    "RETURNING makes the database's key cheaper, not dearer: with it SQLAlchemy sends "
+    "multi-row INSERT ... VALUES ... RETURNING statements (insertmanyvalues), without it "
+    "psycopg 3's dialect hands the driver one single-row statement per row "
+    "(use_insertmanyvalues_wo_returning is off): Identity 8.0 us client CPU a row with "
+    "RETURNING, 12.3 without. Ours needs no RETURNING but is sent row by row: 12.6 (Core). "
+    "With the batching forced on for both (the dialect attribute, an experiment): Identity "
+    "7.5, ours 10.6-11.1 us, so the floor is the key's bound parameter in SQLAlchemy's per-row "
+    "parameter handling (the ID call ~0.1 us), not the round trips"
+)
 TARGETS = {ORM: 1.0, EXECUTE_BACK: 1.0, CORE_BACK: 1.0}
 # The many-row paths on PostgreSQL: an app-side key costs a row one more parameter (KEY_COST).
 MANY_ROWS_TARGET = 1.05
@@ -278,7 +289,10 @@ def _path_rows(
         label = {f"{driver}|{name}": baseline if name == "baseline" else name for name in names}
         for result, suffix, goal in ((wall, "", target), (cpu, ", client CPU", None)):
             mine = Paired({label[s]: result.values[s] for s in label}, result.load)
-            out += _key_rows(group + suffix, mine, baseline, goal, keys, many_rows)
+            cost = BACK_COST if path in (EXECUTE_BACK, CORE_BACK) else KEY_COST
+            out += _key_rows(
+                group + suffix, mine, baseline, goal, keys, cost if many_rows else None
+            )
     if len(engines) > 1:  # MariaDB: each driver against the first, in the same rounds
         for result, suffix in ((wall, ""), (cpu, ", client CPU")):
             group = f"MariaDB driver, {path} ({count:,} rows){suffix}"
@@ -296,12 +310,12 @@ def _key_rows(
     baseline: str,
     target: float | None,
     keys: Keys,
-    costed: bool,
+    cost: str | None,
 ) -> list[Row]:
     """One driver's rows of one path: every key against the baseline, the missing peers, and
     ours against the fastest peer."""
     targets = {OURS: target} if target else {}
-    notes = {OURS: KEY_COST} if target and costed else {}
+    notes = {OURS: cost} if target and cost else {}
     rows = paired_rows(group, "us/row", mine, baseline, targets=targets, notes=notes)
     rows += [make_row(group, name, None, "us/row", baseline, note=why)
              for name, why in keys.missing.items()]  # fmt: skip
