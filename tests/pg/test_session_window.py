@@ -79,14 +79,15 @@ def clock_tick(conn: psycopg.Connection[Any]) -> int:
 
 
 def move_the_session_onto(conn: psycopg.Connection[Any], node: int, ahead_ms: int) -> None:
-    """What a role can do to its own session: its temporary sequence moved to ``node``,
-    ``ahead_ms`` ahead of the clock, the switch set for the session (not the transaction),
-    and the claim and limit settings rewritten to match."""
+    """What a role may try on its own session: its temporary sequence moved to ``node``,
+    ``ahead_ms`` ahead of the clock (denied where only the owner writes it), the switch set for
+    the session (not the transaction), and the claim and limit settings rewritten to match."""
     tick = clock_tick(conn) + ahead_ms
-    conn.execute(
-        "SELECT setval('pg_temp.idfields_snowflake', (%s::bigint << 22) | (%s::bigint << 12))",
-        [tick, node],
-    )
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        conn.execute(
+            "SELECT setval('pg_temp.idfields_snowflake', (%s::bigint << 22) | (%s::bigint << 12))",
+            [tick, node],
+        )
     oid = conn.execute("SELECT 'pg_temp.idfields_snowflake'::regclass::oid").fetchone()[0]
     lease = conn.execute("SELECT to_regclass('idfields_node_lease')::oid").fetchone()[0]
     conn.execute("SELECT set_config('idfields.snowflake', %s, false)", [str(oid)])
