@@ -37,21 +37,8 @@ EPOCH_MS = 1_704_067_200_000
 WINDOW_MS = 500
 
 
-# Both hot paths. The C one (idfields_native, pgext/) goes on from the session's switch and claim
-# settings, which the calling role can write, not from the window: these attacks still land.
-PATHS = pytest.mark.parametrize(
-    "db_kwargs",
-    [
-        "plpgsql",
-        pytest.param(
-            "native",
-            marks=pytest.mark.xfail(
-                strict=True, reason="idfields_native trusts the session's switch and settings"
-            ),
-        ),
-    ],
-    indirect=True,
-)
+# Both hot paths: PL/pgSQL and C (idfields_native, pgext/), which reads the same window.
+PATHS = BOTH_PATHS
 
 
 @pytest.fixture
@@ -99,9 +86,11 @@ def move_the_session_onto(conn: psycopg.Connection[Any], node: int, ahead_ms: in
 
 
 @pytest.fixture
-def victim_app(postgres_url: str) -> Iterator[int]:
-    """An app process holding a snowflake node through the lease table; yields its node."""
-    database = DbApiDatabase("postgresql", postgres_url)
+def victim_app(postgres_url: str, db_kwargs: dict[str, object]) -> Iterator[int]:
+    """An app process holding a snowflake node through the lease table of the database the test
+    connects to; yields its node."""
+    url = f"{postgres_url.rsplit('/', 1)[0]}/{db_kwargs['dbname']}"
+    database = DbApiDatabase("postgresql", url)
     generator = make_generator("snowflake", LeaseSource(database, ttl_s=10))
     generator()
     node = int(generator.node["node"])
