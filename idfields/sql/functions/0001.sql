@@ -9,14 +9,15 @@
 --
 -- Every statement is idempotent (CREATE OR REPLACE), so installing over an earlier version
 -- upgrades it in place; the last statement records the version in the schema's comment, which
--- the install operations read. The functions a caller runs are inlined SQL (next_<layout>(): the
--- hot path) that hand everything else to PL/pgSQL run as the owner (SECURITY DEFINER, a pinned
--- search_path) with the layout's geometry written in; the internal functions, which take a
--- layout, lease key, geometry or tick, are revoked from PUBLIC. Every name is schema-qualified:
+-- the install operations read. The functions a caller runs run as the owner (SECURITY
+-- DEFINER): the hot paths (next_<layout>(), next_decimal()), whose expressions are planned once
+-- a session and which alone write the session's position, hand everything else to PL/pgSQL with
+-- the layout's geometry written in and a pinned search_path; the internal functions, which take
+-- a layout, lease key, geometry or tick, are revoked from PUBLIC. Every name is schema-qualified:
 -- pg_dump restores with an empty search_path.
 --
 -- The rules these functions keep, and why, are in docs/explanation/: lease-protocol.md (L1-L9)
--- and lease-protocol-database.md (D1-D8) for claims, renewals, resets, rollbacks, durable fences
+-- and lease-protocol-database.md (D1-D9) for claims, renewals, resets, rollbacks, durable fences
 -- and decimal generator ids; postgresql-internals.md for the slow path's steps and settings, the
 -- clock, node ranges, name binding, grants, what is not supported and what a transaction pays.
 
