@@ -70,8 +70,10 @@ static const Layout traceid = {
 
 /*
  * What one calling expression (one statement's execution) keeps between its calls: the
- * PL/pgSQL issuer, its owner, and whether the caller's search_path finds the functions' lease
- * table (or none), which no call inside one statement changes.
+ * PL/pgSQL issuer, its owner, whether the caller's search_path finds the functions' lease table
+ * (or none), and the session's window and position once found the owner's: no call inside one
+ * statement changes them (a sequence dropped meanwhile fails the read, it is never replaced
+ * under the same OID).
  */
 typedef struct Cache
 {
@@ -80,6 +82,8 @@ typedef struct Cache
 	Oid			lease;
 	bool		lease_checked;
 	bool		lease_ours;
+	Oid			window;
+	Oid			position;
 	FmgrInfo	flinfo;
 } Cache;
 
@@ -282,29 +286,32 @@ lease_is_ours(Cache *cache)
  * read, the candidate issued with setval(); false where the issuer must take over.
  */
 static bool
-hot(const Layout *layout, Oid owner, int64 tick, int64 *id)
+hot(const Layout *layout, Cache *cache, int64 tick, int64 *id)
 {
-	Oid			namespace = LookupExplicitNamespace("pg_temp", true);
-	Oid			window;
-	Oid			position;
 	Oid			caller;
 	int			context;
 	int64		bound;
 	int64		last;
 	bool		issued = false;
 
-	if (!OidIsValid(namespace))
-		return false;
-	window = owned(namespace, layout->window, owner);
-	position = owned(namespace, layout->position, owner);
-	if (!OidIsValid(window) || !OidIsValid(position))
-		return false;
+	if (!OidIsValid(cache->window) || !OidIsValid(cache->position))
+	{
+		Oid			namespace = LookupExplicitNamespace("pg_temp", true);
+
+		if (!OidIsValid(namespace))
+			return false;
+		cache->window = owned(namespace, layout->window, cache->owner);
+		cache->position = owned(namespace, layout->position, cache->owner);
+		if (!OidIsValid(cache->window) || !OidIsValid(cache->position))
+			return false;
+	}
 	GetUserIdAndSecContext(&caller, &context);
-	SetUserIdAndSecContext(owner, context | SECURITY_LOCAL_USERID_CHANGE);
-	if (last_value(window, &bound) && last_value(position, &last)
+	SetUserIdAndSecContext(cache->owner, context | SECURITY_LOCAL_USERID_CHANGE);
+	if (last_value(cache->window, &bound) && last_value(cache->position, &last)
 		&& candidate(layout, last, bound, tick, id))
 	{
-		(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(position), Int64GetDatum(*id));
+		(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(cache->position),
+								   Int64GetDatum(*id));
 		issued = true;
 	}
 	SetUserIdAndSecContext(caller, context);
@@ -322,7 +329,7 @@ next_id(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 	if (hook && PG_ARGISNULL(0))
 		return issue(fcinfo, layout, hook, visible_lease());
 	if (lease_is_ours(cache) && !RecoveryInProgress()
-		&& hot(layout, cache->owner, hook ? PG_GETARG_INT64(0) : clock_tick(layout), &id))
+		&& hot(layout, cache, hook ? PG_GETARG_INT64(0) : clock_tick(layout), &id))
 		PG_RETURN_INT64(id);
 	return issue(fcinfo, layout, hook, cache->lease);
 }
