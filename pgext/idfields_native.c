@@ -23,6 +23,7 @@
 #include <math.h>
 
 #include "access/xact.h"
+#include "access/htup_details.h"
 #include "access/xlog.h"
 #include "catalog/pg_class.h"
 #include "catalog/namespace.h"
@@ -260,22 +261,48 @@ find_issuer(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 	cache->function = function;
 }
 
+/*
+ * The functions' lease table, idfields.lease_table(), once a backend per install (the function's
+ * OID and row version): an install writes it in, and a new install replaces the function.
+ */
+static Oid
+functions_lease(void)
+{
+	static Oid	function = InvalidOid;
+	static TransactionId version = InvalidTransactionId;
+	static Oid	lease = InvalidOid;
+	Oid			schema = get_namespace_oid("idfields", true);
+	Oid			found = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+										CStringGetDatum("lease_table"),
+										PointerGetDatum(buildoidvector(NULL, 0)),
+										ObjectIdGetDatum(schema));
+	HeapTuple	tuple;
+	TransactionId written;
+
+	if (!OidIsValid(found))
+		return InvalidOid;
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(found));
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	written = HeapTupleHeaderGetRawXmin(tuple->t_data);
+	ReleaseSysCache(tuple);
+	if (found != function || written != version)
+	{
+		lease = DatumGetObjectId(OidFunctionCall0(found));
+		function = found;
+		version = written;
+	}
+	return lease;
+}
+
 /* Whether the caller's search_path finds the functions' lease table, or none: checked once. */
 static bool
 lease_is_ours(Cache *cache)
 {
 	if (!cache->lease_checked)
 	{
-		Oid			schema = get_namespace_oid("idfields", true);
-		Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-											   CStringGetDatum("lease_table"),
-											   PointerGetDatum(buildoidvector(NULL, 0)),
-											   ObjectIdGetDatum(schema));
-
 		cache->lease = visible_lease();
-		cache->lease_ours = !OidIsValid(cache->lease)
-			|| (OidIsValid(function)
-				&& DatumGetObjectId(OidFunctionCall0(function)) == cache->lease);
+		cache->lease_ours = !OidIsValid(cache->lease) || functions_lease() == cache->lease;
 		cache->lease_checked = true;
 	}
 	return cache->lease_ours;
