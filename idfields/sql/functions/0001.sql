@@ -785,7 +785,7 @@ BEGIN ATOMIC
 END;
 
 -- Step: this backend's two sequences of a layout, made where missing (time_sequence,
--- time_window), for the inlined hot path to bind when a statement is planned; returns the
+-- time_window), for the hot path to bind when its expression is planned; returns the
 -- window. A position made while the window stands was lost (its sequence dropped) somewhere
 -- inside the window: it starts at the window's end, past every ID the session may have issued.
 CREATE OR REPLACE FUNCTION idfields.time_session(layout text) RETURNS regclass
@@ -889,7 +889,7 @@ $$;
 -- Step: before an ID at tick goes out, raise the node's durable fence over this tick and every
 -- tick the backend may go on to without the slow path (D7: up to the limit for a growing
 -- layout), then record the claim and its limit together (a rollback reverts both with the lease
--- row) and the window the inlined hot path issues inside, which never reaches past the fence
+-- row) and the window the hot path issues inside, which never reaches past the fence
 -- (D9: the limit's last tick for a growing layout, this tick for a wrapping one; a sequence,
 -- which a rollback keeps, as it keeps the fence).
 CREATE OR REPLACE FUNCTION idfields.time_record_claim(
@@ -1042,13 +1042,13 @@ BEGIN
 END
 $$;
 
--- Everything but the inlined hot path, for every layout: the session holds no window of the
+-- Everything but the hot path, for every layout: the session holds no window of the
 -- layout yet, its window ends (a renewal; a wrapping layout's new tick), or the hot path could
 -- not go on inside it (a layout whose sequence starts above 0 running ahead of the clock, a
 -- wrapping one in the tick after the clock's, a position the calling role moved). Goes on inside
 -- the window where only the hot path could not, else takes the slow path. The window is the
--- owner's (time_window), the settings are not read here (D9). PL/pgSQL, so the statement that
--- inlines the hot path neither plans nor sets up these branches, and its plans are cached for
+-- owner's (time_window), the settings are not read here (D9). A function of its own, so the
+-- hot path's expression neither plans nor sets up these branches, and its plans are cached for
 -- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
 -- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp;
 -- now_tick NULL: the clock's.
@@ -1763,8 +1763,8 @@ CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_hold
 GRANT SELECT ON idfields.node_holders TO PUBLIC;
 
 -- NATIVE. Where the optional C extension idfields_native (pgext/) is installed, next_snowflake()
--- and next_traceid() become inlined calls of its C functions, which do the hot path and a
--- transaction's first-ID check on the same sequence and settings and hand everything else to
+-- and next_traceid() become inlined calls of its C functions, which do the hot path on the same
+-- window and position, as their owner, and hand everything else to
 -- issue_<layout>() above (docs/how-to/native-extension.md). Only the extension's own wire(),
 -- in a schema the extension's owner owns, is run: a schema or function of that name a role with
 -- CREATE on the database planted is never run by the installing role, and wired defaults never
