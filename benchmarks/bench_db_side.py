@@ -162,7 +162,10 @@ ATTEMPTS = (
     "when the statement is planned (kept, D9): the parts' scan 0.72 -> 0.54 us a row, bulk "
     "1.46x -> 1.26x (5 rounds, load 3-5, spread 0.99x-1.96x). The floor is three reads of the "
     "window (its node bits, the bound, NULLIF's test): nextval() would read a sequence once, "
-    "but it moves the caller's lastval()"
+    "but it moves the caller's lastval(). The position only the owner writes (D9) makes each "
+    "row a call of next_snowflake(), run as the owner: an empty such function alone is 0.36 us "
+    "a row (a count() scan, 7 rounds), 1.3x-1.4x IDENTITY in a 300,000-row INSERT; the whole "
+    "row 1.88x and 1.96x (two runs of 3 paired rounds, load 3-4)"
 )
 # What the attempts on a transaction's first ID gave, measured as per_transaction_note measures,
 # medians of 5-7 interleaved runs on the shared 2-core machine (spread +-30%).
@@ -227,7 +230,12 @@ ATTEMPTS_PER_TRANSACTION = (
     "window's owner check a catalog query) costs what the call saved. Its constants stored as "
     "bigints, not int4 literals cast at every planning (kept): EXPLAIN of next_snowflake() "
     "45.3 -> 41.7 us fastest of 15 rounds; the window's binding with one to_regclass() "
-    "instead of three, the position's without SECURITY DEFINER: within noise (not kept)"
+    "instead of three, the position's without SECURITY DEFINER: within noise (not kept). "
+    "The position only the owner writes (D9: a role sharing the backend moved it back and got "
+    "20,000 of 20,000 IDs another role received), next_snowflake() PL/pgSQL run as the owner, "
+    "no SET clause, its expression planned once a session (kept): a committing procedure loop "
+    "at load 5-7, 7 interleaved rounds, over nextval(): planned once +2.9 us, per statement "
+    "+12.0 (the inlined body +74 under pgbench); Instagram's next_id() +9.9 and +9.8"
 )
 # What the attempts on take_snowflake(n) gave (1M rows, CHECKPOINT before each run, 3-5
 # interleaved rounds against IDENTITY, in a scratch database).
@@ -449,7 +457,8 @@ def per_row_note(conn: psycopg.Connection[Any], count: int) -> str:
     cost = {name: us[name] - us["none"] for name in PARTS if name != "none"}
     rest = cost["whole"] - 3 * cost["window"] - cost["advance"] - cost["clock"]
     return (
-        f"per row: next_snowflake() {cost['whole']:.2f} us = 3 window reads "
+        f"per row: next_snowflake() {cost['whole']:.2f} us = a PL/pgSQL call run as the owner, "
+        f"3 window reads "
         f"{3 * cost['window']:.2f} + position read and setval() {cost['advance']:.2f} + clock "
         f"{cost['clock']:.2f} + LEAST, NULLIF and arithmetic {rest:.2f}; IDENTITY's nextval() "
         f"{cost['nextval']:.2f}. {ATTEMPTS}"
@@ -508,7 +517,7 @@ def per_transaction_note(conn: psycopg.Connection[Any], quick: bool) -> str:
         f"per transaction in the backend (synchronous_commit off): the first next_snowflake() "
         f"{us[ours, False]:.1f} us against nextval()'s {us[theirs, False]:.1f} planned once; "
         f"{us[ours, True]:.1f} against {us[theirs, True]:.1f} planned per statement (planning "
-        f"the inlined hot path: {planning:.1f} us); "
+        f"and setting up the call: {planning:.1f} us); "
         + (
             f"wired to C (idfields_native) {us[native, False]:.1f} planned once, "
             f"{us[native, True]:.1f} per statement. "

@@ -1,8 +1,9 @@
 -- idfields_native: the C hot path of idfields.next_snowflake() and next_traceid(), beside the
 -- PL/pgSQL functions of idfields/sql/functions/0001.sql, which keep every rule of the lease
 -- (docs/how-to/native-extension.md). Each function takes nothing a caller could forge: it acts
--- on the session's own temporary sequence and settings as the caller, and hands anything but
--- the common case to idfields.issue_<layout>(visible_lease), which runs as its owner.
+-- on the session's window and position as their owner, the owner of the idfields functions,
+-- and hands anything but the common case to idfields.issue_<layout>(visible_lease), which runs
+-- as that owner.
 \echo Use "CREATE EXTENSION idfields_native" to load this file. \quit
 
 -- The install of the idfields functions, run by their owner (any role), finds wire() here;
@@ -36,7 +37,7 @@ REVOKE ALL ON FUNCTION @extschema@.next_snowflake_at(bigint), @extschema@.next_t
 -- after a CREATE EXTENSION over installed functions, call it once (as their owner or a
 -- superuser). CREATE OR REPLACE keeps each function's OID: column defaults follow.
 -- wire(false) points them back at PL/pgSQL, each a plain call of idfields.issue_<layout>(), so
--- DROP EXTENSION goes through; the idfields install run again restores the inlined SQL hot
+-- DROP EXTENSION goes through; the idfields install run again restores the PL/pgSQL hot
 -- paths. Either needs the caller to own the functions, as any CREATE OR REPLACE does.
 CREATE FUNCTION @extschema@.wire(native boolean DEFAULT true) RETURNS void
 LANGUAGE plpgsql VOLATILE STRICT

@@ -3,21 +3,19 @@
  *
  * The PL/pgSQL functions of idfields/sql/functions/0001.sql hold every rule of the lease (claims,
  * renewals, durable fences, clock checks, refusals); this file holds none of them. One call does
- * what the inlined SQL hot path does (currval() + 1 of the session's temporary sequence
- * pg_temp.idfields_<layout>, issued with setval() while it lies in the validated tick) and what
- * issue_<layout>()'s check of a transaction's first ID and of a new tick does (the claim
- * 'idfields.<layout>_lease' is on this very sequence, the transaction may write, the caller
- * finds the claim's lease table, the last ID is on the claim's node inside the limit
- * 'idfields.<layout>_limit'; then it sets the switch 'idfields.<layout>'). It reads and
- * writes that same state, so the PL/pgSQL functions of the session always see the true last ID;
- * anything else goes to the PL/pgSQL idfields.issue_<layout>(visible_lease), which runs as its
- * owner and raises the refusals (standby, read-only transaction). The checks here are those
- * functions' own, and stricter where a setting is malformed or the switch names another
- * relation: this path then leaves the decision to PL/pgSQL. tests/pg/test_native.py holds it
- * to PL/pgSQL's IDs from the same state, call by call.
+ * what the PL/pgSQL hot path next_<layout>_on() does (D9 of
+ * docs/explanation/lease-protocol-database.md): the successor of the session's last ID, in its
+ * position pg_temp.idfields_<layout>, with the node and constants of its window
+ * pg_temp."idfields:<layout>" put in, moved up to the clock's tick (snowflake) or kept in the
+ * window's tick while that is the clock's or the next (traceid), issued with setval() while it
+ * lies before the window's last ID. Both sequences must be the functions' owner's (the owner of
+ * idfields.issue_<layout>(regclass)), who alone writes them: they are read and the position
+ * written as that owner, as the PL/pgSQL hot path runs, so nothing the calling role can write
+ * (its settings, a sequence of its own in their place) decides an ID. Anything else goes to the
+ * PL/pgSQL idfields.issue_<layout>(visible_lease), which runs as its owner and raises the
+ * refusals (standby, read-only transaction, another lease table on the caller's search_path).
+ * tests/pg/test_native.py holds it to PL/pgSQL's IDs from the same state, call by call.
  *
- * It runs as the caller and acts only on the session's own temporary sequence: a switch or claim
- * naming another relation is never acted on (D4 of docs/explanation/lease-protocol-database.md).
  * setval(), never nextval(): the caller's lastval() is left alone.
  */
 #include "postgres.h"
@@ -25,6 +23,9 @@
 #include <math.h>
 
 #include "access/xact.h"
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "catalog/pg_class.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -42,44 +43,48 @@
 
 PG_MODULE_MAGIC;
 
-/*
- * A built-in layout: its names and clock; its tests are snowflake_hot(), traceid_hot() and
- * resumes() below.
- */
+/* A built-in layout: its names, clock and where its fields sit, as the SQL renders them. */
 typedef struct Layout
 {
-	char	   *sequence;		/* pg_temp.<sequence> */
-	const char *switch_name;	/* transaction-local: the sequence's OID */
-	const char *claim_name;		/* session: node:acquired:promise:sequence:holder:lease table */
-	const char *limit_name;		/* session: the last tick the claim covers */
+	char	   *position;		/* pg_temp.<position>: the last ID issued */
+	char	   *window;			/* pg_temp.<window>: the last ID the hot path may issue */
 	char	   *issue;			/* idfields.<issue>(visible_lease regclass) */
 	char	   *issue_at;		/* idfields.<issue_at>(now_tick bigint, visible_lease regclass) */
 	int64		epoch_ms;
 	int64		ms_per_tick;
 	bool		wraps;
+	int			ts_shift;
+	int64		middle;			/* node and constant bits, between timestamp and sequence */
+	int64		seq_min;
+	int64		period_mask;	/* a wrapping layout's ticks, mod the period */
 } Layout;
 
 static const Layout snowflake = {
-	"idfields_snowflake", "idfields.snowflake", "idfields.snowflake_lease",
-	"idfields.snowflake_limit", "issue_snowflake", "issue_snowflake_at",
-	INT64CONST(1704067200000), 1, false
+	"idfields_snowflake", "idfields:snowflake", "issue_snowflake", "issue_snowflake_at",
+	INT64CONST(1704067200000), 1, false, 22, INT64CONST(4190208), 0, INT64CONST(2199023255551)
 };
 
 static const Layout traceid = {
-	"idfields_traceid", "idfields.traceid", "idfields.traceid_lease",
-	"idfields.traceid_limit", "issue_traceid", "issue_traceid_at", 0, 1000, true
+	"idfields_traceid", "idfields:traceid", "issue_traceid", "issue_traceid_at", 0, 1000, true,
+	38, INT64CONST(274873712640), 1, INT64CONST(33554431)
 };
 
 /*
- * What one calling expression (one statement's execution) keeps between its calls: the switch
- * it verified names the session's own sequence, so a bulk INSERT looks the sequence up once,
- * not once a row (a switch that changes is verified again), and the PL/pgSQL issuer.
+ * What one calling expression (one statement's execution) keeps between its calls: the
+ * PL/pgSQL issuer, its owner, whether the caller's search_path finds the functions' lease table
+ * (or none), and the session's window and position once found the owner's: no call inside one
+ * statement changes them (a sequence dropped meanwhile fails the read, it is never replaced
+ * under the same OID).
  */
 typedef struct Cache
 {
-	char		verified_switch[16];
-	Oid			sequence;
 	Oid			function;
+	Oid			owner;
+	Oid			lease;
+	bool		lease_checked;
+	bool		lease_ours;
+	Oid			window;
+	Oid			position;
 	FmgrInfo	flinfo;
 } Cache;
 
@@ -92,13 +97,13 @@ cache_of(FunctionCallInfo fcinfo)
 	return (Cache *) fcinfo->flinfo->fn_extra;
 }
 
-/* a + b, or a - b when subtract, raising as PostgreSQL's int8 operators do on overflow. */
+/* a + b, raising as PostgreSQL's int8 operators do on overflow. */
 static int64
-checked(int64 a, int64 b, bool subtract)
+checked_add(int64 a, int64 b)
 {
 	int64		result;
 
-	if (subtract ? pg_sub_s64_overflow(a, b, &result) : pg_add_s64_overflow(a, b, &result))
+	if (pg_add_s64_overflow(a, b, &result))
 		ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
 						errmsg("bigint out of range")));
 	return result;
@@ -125,32 +130,6 @@ clock_tick(const Layout *layout)
 	return (unix_ms - layout->epoch_ms) / layout->ms_per_tick;
 }
 
-/* An int8 the way the SQL's ::bigint reads the settings; false for anything doubtful. */
-static bool
-parse_int64(const char *text, int64 *out)
-{
-	char	   *end;
-	long long	value;
-
-	if (text == NULL || *text == '\0')
-		return false;
-	errno = 0;
-	value = strtoll(text, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return false;
-	*out = (int64) value;
-	return true;
-}
-
-/* to_regclass('pg_temp.<sequence>'): the session's own sequence, InvalidOid if none. */
-static Oid
-own_sequence(const Layout *layout)
-{
-	Oid			namespace = LookupExplicitNamespace("pg_temp", true);
-
-	return OidIsValid(namespace) ? get_relname_relid(layout->sequence, namespace) : InvalidOid;
-}
-
 /* to_regclass('idfields_node_lease') under the caller's search_path. */
 static Oid
 visible_lease(void)
@@ -158,6 +137,24 @@ visible_lease(void)
 	static char name[] = "idfields_node_lease";
 
 	return RangeVarGetRelid(makeRangeVar(NULL, name, -1), NoLock, true);
+}
+
+/* The session's temporary relation pg_temp.<name> when owner owns it, else InvalidOid. */
+static Oid
+owned(Oid namespace, char *name, Oid owner)
+{
+	Oid			relation = get_relname_relid(name, namespace);
+	HeapTuple	tuple;
+	bool		ours;
+
+	if (!OidIsValid(relation))
+		return InvalidOid;
+	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relation));
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	ours = ((Form_pg_class) GETSTRUCT(tuple))->relowner == owner;
+	ReleaseSysCache(tuple);
+	return ours ? relation : InvalidOid;
 }
 
 static bool
@@ -176,111 +173,33 @@ last_value(Oid sequence, int64 *out)
 	return true;
 }
 
-static int64
-issue_on(Oid sequence, int64 id)
-{
-	return DatumGetInt64(DirectFunctionCall2(setval_oid, ObjectIdGetDatum(sequence),
-											 Int64GetDatum(id)));
-}
-
-/* The claim's six fields (split_part(claim, ':', 1..6)); false unless it has exactly six. */
-static bool
-claim_fields(const Layout *layout, char *fields[6])
-{
-	const char *setting = GetConfigOption(layout->claim_name, true, false);
-	char	   *copy;
-	int			count = 1;
-
-	if (setting == NULL)
-		return false;
-	copy = pstrdup(setting);
-	fields[0] = copy;
-	for (char *c = copy; *c != '\0'; c++)
-	{
-		if (*c != ':')
-			continue;
-		if (count == 6)
-			return false;
-		*c = '\0';
-		fields[count++] = c + 1;
-	}
-	return count == 6;
-}
-
-static bool
-is_oid_text(const char *text, Oid oid)
-{
-	char		buffer[16];
-
-	snprintf(buffer, sizeof(buffer), "%u", oid);
-	return strcmp(text, buffer) == 0;
-}
-
-static void
-set_switch(const Layout *layout, const char *sequence)
-{
-	(void) set_config_option(layout->switch_name, sequence, PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_LOCAL, true, 0, false);
-}
-
-/* next_snowflake()'s hot path: the candidate is not behind the tick and did not carry. */
-static bool
-snowflake_hot(int64 candidate, int64 tick)
-{
-	return (checked(candidate, shl64(tick, 22), true) & INT64CONST(-9223372036854771713)) > 0;
-}
-
-/* next_traceid()'s hot path: the candidate is in the tick mod 2^25 with counter >= 1. */
-static bool
-traceid_hot(int64 candidate, int64 tick)
-{
-	return (((checked(candidate, shl64(tick & 33554431, 38), true)
-			  & INT64CONST(9223371487103156223)) - 1) & INT64CONST(-4194304)) == 0;
-}
-
 /*
- * issue_<layout>()'s going on with the session's claim, for a transaction's first ID or a new
- * tick: the claim is on this very sequence, and the switch is set or the transaction may write
- * and the caller finds the claim's lease table; the last ID and the next are on the claim's
- * node, inside the limit (snowflake: the next in this tick or a later one, at most 1,000 ticks
- * ahead; traceid: the one after the last, in this tick). The switch is set with the ID.
+ * next_<layout>_on()'s ID at tick from the last ID and the window's, or false where the hot
+ * path may not issue it: the successor (a carry out of the sequence going on in the next tick)
+ * with the window's node and constants, moved up to the tick's start (growing) or to the
+ * window's tick while that is the clock's or the next (wrapping), before the window's last ID.
  */
 static bool
-resumes(const Layout *layout, Oid sequence, bool switched, Oid lease, int64 tick, int64 *id)
+candidate(const Layout *layout, int64 last, int64 bound, int64 tick, int64 *id)
 {
-	char	   *claim[6];
-	int64		last;
-	int64		node;
-	int64		limit;
-	int64		base;
-	int64		next;
+	int64		successor = checked_add(last | layout->middle, 1) & ~layout->middle;
+	int64		lowest;
 
-	if (!claim_fields(layout, claim) || !is_oid_text(claim[3], sequence))
-		return false;
-	if (!switched && (XactReadOnly || (OidIsValid(lease) && !is_oid_text(claim[5], lease))))
-		return false;
-	if (!last_value(sequence, &last) || !parse_int64(claim[0], &node)
-		|| !parse_int64(GetConfigOption(layout->limit_name, true, false), &limit))
-		return false;
 	if (layout->wraps)
 	{
-		base = shl64(node, 22) | 1;
-		next = checked(last, 1, false);
-		if (((last ^ base) & INT64CONST(-9223371761981063168)) != 0 || tick > limit
-			|| !traceid_hot(next, tick))
+		int64		ahead;
+
+		if (pg_sub_s64_overflow(bound >> layout->ts_shift, tick, &ahead))
+			ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+							errmsg("bigint out of range")));
+		if ((ahead & layout->period_mask) > 1)
 			return false;
+		lowest = (bound & ~(shl64(1, layout->ts_shift) - 1)) | layout->seq_min;
 	}
 	else
-	{
-		base = shl64(node, 12);
-		next = Max(checked(last, 1, false), shl64(tick, 22) | base);
-		if ((((last ^ base) | (next ^ base)) & INT64CONST(-9223372036850585600)) != 0
-			|| (next >> 22) > checked(tick, 1000, false) || (next >> 22) > limit)
-			return false;
-	}
-	set_switch(layout, claim[3]);
-	*id = next;
-	return true;
+		lowest = shl64(tick, layout->ts_shift) | layout->seq_min;
+	*id = Max(successor, lowest) | (bound & layout->middle);
+	return *id < bound;
 }
 
 /* idfields.issue_<layout>(visible_lease), or issue_<layout>_at(now_tick, ...) for a hook. */
@@ -293,31 +212,6 @@ issue(FunctionCallInfo fcinfo, const Layout *layout, bool hook, Oid lease)
 	Datum		result;
 	int			count = hook ? 2 : 1;
 
-	if (!OidIsValid(cache->function))
-	{
-		/*
-		 * By the catalog, as the inlined SQL's bound call finds it: no search_path, and no
-		 * USAGE on schema idfields asked of a caller whose column default runs it.
-		 */
-		Oid			types[2] = {INT8OID, REGCLASSOID};
-		const char *name = hook ? layout->issue_at : layout->issue;
-		oidvector  *arguments = buildoidvector(hook ? types : types + 1, count);
-		Oid			schema = get_namespace_oid("idfields", true);
-		Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
-											   CStringGetDatum(name),
-											   PointerGetDatum(arguments),
-											   ObjectIdGetDatum(schema));
-
-		if (!OidIsValid(function))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("idfields_native: idfields.%s(%sregclass) does not exist", name,
-							hook ? "bigint, " : ""),
-					 errhint("Install the idfields database functions (the idfields migration): "
-							 "this extension hands everything but the common case to them.")));
-		fmgr_info_cxt(function, &cache->flinfo, fcinfo->flinfo->fn_mcxt);
-		cache->function = function;
-	}
 	/* What the SQL wrapper's call would check: the caller's EXECUTE on the issuer. */
 	allowed = pg_proc_aclcheck(cache->function, GetUserId(), ACL_EXECUTE);
 	if (allowed != ACLCHECK_OK)
@@ -332,39 +226,139 @@ issue(FunctionCallInfo fcinfo, const Layout *layout, bool hook, Oid lease)
 	return result;
 }
 
+/* The issuer and its owner, by the catalog, as the inlined SQL's bound call finds it. */
+static void
+find_issuer(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
+{
+	Cache	   *cache = cache_of(fcinfo);
+	Oid			types[2] = {INT8OID, REGCLASSOID};
+	const char *name = hook ? layout->issue_at : layout->issue;
+	oidvector  *arguments = buildoidvector(hook ? types : types + 1, hook ? 2 : 1);
+	Oid			schema = get_namespace_oid("idfields", true);
+	Oid			function = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+										   CStringGetDatum(name),
+										   PointerGetDatum(arguments),
+										   ObjectIdGetDatum(schema));
+	HeapTuple	tuple;
+
+	/*
+	 * No USAGE on schema idfields is asked of a caller whose column default runs this: the
+	 * wrapper is bound to it, as the PL/pgSQL hot path is to the issuer.
+	 */
+	if (!OidIsValid(function))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("idfields_native: idfields.%s(%sregclass) does not exist", name,
+						hook ? "bigint, " : ""),
+				 errhint("Install the idfields database functions (the idfields migration): "
+						 "this extension hands everything but the common case to them.")));
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(function));
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for function %u", function);
+	cache->owner = ((Form_pg_proc) GETSTRUCT(tuple))->proowner;
+	ReleaseSysCache(tuple);
+	fmgr_info_cxt(function, &cache->flinfo, fcinfo->flinfo->fn_mcxt);
+	cache->function = function;
+}
+
+/*
+ * The functions' lease table, idfields.lease_table(), once a backend per install (the function's
+ * OID and row version): an install writes it in, and a new install replaces the function.
+ */
+static Oid
+functions_lease(void)
+{
+	static Oid	function = InvalidOid;
+	static TransactionId version = InvalidTransactionId;
+	static Oid	lease = InvalidOid;
+	Oid			schema = get_namespace_oid("idfields", true);
+	Oid			found = GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid,
+										CStringGetDatum("lease_table"),
+										PointerGetDatum(buildoidvector(NULL, 0)),
+										ObjectIdGetDatum(schema));
+	HeapTuple	tuple;
+	TransactionId written;
+
+	if (!OidIsValid(found))
+		return InvalidOid;
+	tuple = SearchSysCache1(PROCOID, ObjectIdGetDatum(found));
+	if (!HeapTupleIsValid(tuple))
+		return InvalidOid;
+	written = HeapTupleHeaderGetRawXmin(tuple->t_data);
+	ReleaseSysCache(tuple);
+	if (found != function || written != version)
+	{
+		lease = DatumGetObjectId(OidFunctionCall0(found));
+		function = found;
+		version = written;
+	}
+	return lease;
+}
+
+/* Whether the caller's search_path finds the functions' lease table, or none: checked once. */
+static bool
+lease_is_ours(Cache *cache)
+{
+	if (!cache->lease_checked)
+	{
+		cache->lease = visible_lease();
+		cache->lease_ours = !OidIsValid(cache->lease) || functions_lease() == cache->lease;
+		cache->lease_checked = true;
+	}
+	return cache->lease_ours;
+}
+
+/*
+ * The hot path, as the issuer's owner: both sequences the owner's, the window and position
+ * read, the candidate issued with setval(); false where the issuer must take over.
+ */
+static bool
+hot(const Layout *layout, Cache *cache, int64 tick, int64 *id)
+{
+	Oid			caller;
+	int			context;
+	int64		bound;
+	int64		last;
+	bool		issued = false;
+
+	if (!OidIsValid(cache->window) || !OidIsValid(cache->position))
+	{
+		Oid			namespace = LookupExplicitNamespace("pg_temp", true);
+
+		if (!OidIsValid(namespace))
+			return false;
+		cache->window = owned(namespace, layout->window, cache->owner);
+		cache->position = owned(namespace, layout->position, cache->owner);
+		if (!OidIsValid(cache->window) || !OidIsValid(cache->position))
+			return false;
+	}
+	GetUserIdAndSecContext(&caller, &context);
+	SetUserIdAndSecContext(cache->owner, context | SECURITY_LOCAL_USERID_CHANGE);
+	if (last_value(cache->window, &bound) && last_value(cache->position, &last)
+		&& candidate(layout, last, bound, tick, id))
+	{
+		(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(cache->position),
+								   Int64GetDatum(*id));
+		issued = true;
+	}
+	SetUserIdAndSecContext(caller, context);
+	return issued;
+}
+
 static Datum
 next_id(FunctionCallInfo fcinfo, const Layout *layout, bool hook)
 {
 	Cache	   *cache = cache_of(fcinfo);
-	const char *switch_value = GetConfigOption(layout->switch_name, true, false);
-	bool		switched = switch_value != NULL && OidIsValid(cache->sequence)
-		&& strcmp(switch_value, cache->verified_switch) == 0;
-	Oid			sequence = switched ? cache->sequence : own_sequence(layout);
-	int64		tick;
 	int64		id;
-	Oid			lease;
 
+	if (!OidIsValid(cache->function))
+		find_issuer(fcinfo, layout, hook);
 	if (hook && PG_ARGISNULL(0))
 		return issue(fcinfo, layout, hook, visible_lease());
-	tick = hook ? PG_GETARG_INT64(0) : clock_tick(layout);
-	if (!switched && OidIsValid(sequence) && switch_value != NULL
-		&& is_oid_text(switch_value, sequence))
-	{
-		switched = true;
-		cache->sequence = sequence;
-		strlcpy(cache->verified_switch, switch_value, sizeof(cache->verified_switch));
-	}
-	if (switched)
-	{
-		id = checked(DatumGetInt64(DirectFunctionCall1(currval_oid,
-													   ObjectIdGetDatum(sequence))), 1, false);
-		if (layout->wraps ? traceid_hot(id, tick) : snowflake_hot(id, tick))
-			PG_RETURN_INT64(issue_on(sequence, id));
-	}
-	lease = visible_lease();
-	if (OidIsValid(sequence) && resumes(layout, sequence, switched, lease, tick, &id))
-		PG_RETURN_INT64(issue_on(sequence, id));
-	return issue(fcinfo, layout, hook, lease);
+	if (lease_is_ours(cache) && !RecoveryInProgress()
+		&& hot(layout, cache, hook ? PG_GETARG_INT64(0) : clock_tick(layout), &id))
+		PG_RETURN_INT64(id);
+	return issue(fcinfo, layout, hook, cache->lease);
 }
 
 PG_FUNCTION_INFO_V1(idfields_native_next_snowflake);

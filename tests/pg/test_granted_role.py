@@ -166,10 +166,9 @@ def test_a_forged_geometry_issues_nothing_on_another_backends_node(
 
 # What a caller may hand a function it can run that reads or writes state (its input arguments,
 # which come first): a count, an ID, a reference time, the lease table its own search_path
-# finds, its own session's window and position (next_<layout>_on(bound, issued): bound SQL that
-# runs as the caller). Never a layout, lease key, geometry or tick (an IMMUTABLE function, such as
+# finds. Never a layout, lease key, geometry or tick (an IMMUTABLE function, such as
 # lease_lock_key(layout), only computes).
-CALLER_ARGUMENTS = {"n", "id", "reference", "visible_lease", "bound", "issued"}
+CALLER_ARGUMENTS = {"n", "id", "reference", "visible_lease"}
 CATALOG = """
 SELECT p.oid::regprocedure::text, l.lanname = 'sql', p.provolatile = 'i', p.prosecdef,
     p.proconfig, coalesce(p.proargnames[1:p.pronargs], '{}'),
@@ -198,10 +197,11 @@ def test_every_function_a_role_may_run_takes_nothing_forgeable(
     for name, is_sql, pure, definer, config, arguments, may in rows:
         if may:
             assert pure or set(arguments) <= CALLER_ARGUMENTS, name
-            # or a binding the planner evaluates (window_<layout>(), position_<layout>()): no
-            # argument, and no SET clause, to find the lease table the caller's search_path
-            # finds; every name in it qualified (test_operations.py plants the rest)
-            binding = pure and definer and config is None and not arguments
+            # or a hot path (next_<layout>(), next_decimal()) or a binding its plan holds
+            # (window_<layout>(), position_<layout>()): no argument, and no SET clause, which
+            # would cost every call and hide the lease table the caller's search_path finds;
+            # every name in it qualified (test_operations.py plants the rest)
+            binding = definer and config is None and not arguments
             pinned = (definer, config) == (True, ["search_path=pg_catalog, pg_temp"])
             assert is_sql or pinned or binding, name
     owners_only = {name for name, *_, may in rows if not may}

@@ -24,6 +24,7 @@ from idfields.generators import make_generator
 from idfields.layouts import SNOWFLAKE
 from tests.dbapi_database import DbApiDatabase
 from tests.pg.conftest import (
+    BOTH_PATHS,
     Connect,
     drop_role,
     function_calls,
@@ -36,21 +37,8 @@ EPOCH_MS = 1_704_067_200_000
 WINDOW_MS = 500
 
 
-# Both hot paths. The C one (idfields_native, pgext/) goes on from the session's switch and claim
-# settings, which the calling role can write, not from the window: these attacks still land.
-PATHS = pytest.mark.parametrize(
-    "db_kwargs",
-    [
-        "plpgsql",
-        pytest.param(
-            "native",
-            marks=pytest.mark.xfail(
-                strict=True, reason="idfields_native trusts the session's switch and settings"
-            ),
-        ),
-    ],
-    indirect=True,
-)
+# Both hot paths: PL/pgSQL and C (idfields_native, pgext/), which reads the same window.
+PATHS = BOTH_PATHS
 
 
 @pytest.fixture
@@ -78,14 +66,15 @@ def clock_tick(conn: psycopg.Connection[Any]) -> int:
 
 
 def move_the_session_onto(conn: psycopg.Connection[Any], node: int, ahead_ms: int) -> None:
-    """What a role can do to its own session: its temporary sequence moved to ``node``,
-    ``ahead_ms`` ahead of the clock, the switch set for the session (not the transaction),
-    and the claim and limit settings rewritten to match."""
+    """What a role may try on its own session: its temporary sequence moved to ``node``,
+    ``ahead_ms`` ahead of the clock (denied where only the owner writes it), the switch set for
+    the session (not the transaction), and the claim and limit settings rewritten to match."""
     tick = clock_tick(conn) + ahead_ms
-    conn.execute(
-        "SELECT setval('pg_temp.idfields_snowflake', (%s::bigint << 22) | (%s::bigint << 12))",
-        [tick, node],
-    )
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        conn.execute(
+            "SELECT setval('pg_temp.idfields_snowflake', (%s::bigint << 22) | (%s::bigint << 12))",
+            [tick, node],
+        )
     oid = conn.execute("SELECT 'pg_temp.idfields_snowflake'::regclass::oid").fetchone()[0]
     lease = conn.execute("SELECT to_regclass('idfields_node_lease')::oid").fetchone()[0]
     conn.execute("SELECT set_config('idfields.snowflake', %s, false)", [str(oid)])
@@ -97,9 +86,11 @@ def move_the_session_onto(conn: psycopg.Connection[Any], node: int, ahead_ms: in
 
 
 @pytest.fixture
-def victim_app(postgres_url: str) -> Iterator[int]:
-    """An app process holding a snowflake node through the lease table; yields its node."""
-    database = DbApiDatabase("postgresql", postgres_url)
+def victim_app(postgres_url: str, db_kwargs: dict[str, object]) -> Iterator[int]:
+    """An app process holding a snowflake node through the lease table of the database the test
+    connects to; yields its node."""
+    url = f"{postgres_url.rsplit('/', 1)[0]}/{db_kwargs['dbname']}"
+    database = DbApiDatabase("postgresql", url)
     generator = make_generator("snowflake", LeaseSource(database, ttl_s=10))
     generator()
     node = int(generator.node["node"])
@@ -246,3 +237,106 @@ def test_a_prepared_insert_goes_on_after_discard_temp_on_the_backends_node(
     after = [int(conn.execute(insert).fetchone()[0]) for _ in range(3)]
     nodes = {SNOWFLAKE.decode(i).values["node"] for i in first + after}
     assert len(nodes) == 1 and after[0] > first[-1]
+
+
+def _in_ranges(ids: list[int], ranges: list[tuple[int, int]]) -> int:
+    return sum(any(first <= i <= last for first, last in ranges) for i in ids)
+
+
+def take_ranges(conn: psycopg.Connection[Any], n: int) -> list[tuple[int, int]]:
+    """``n`` IDs of take_snowflake_ranges(n): as ranges, they run ahead of the clock."""
+    rows = conn.execute(
+        "SELECT first_id, last_id FROM idfields.take_snowflake_ranges(%s)", [n]
+    ).fetchall()
+    return [(int(first), int(last)) for first, last in rows]
+
+
+@BOTH_PATHS
+def test_a_role_sharing_the_backend_never_gets_ids_another_role_received(
+    connect: Connect, rows_table: str, two_roles: list[str]
+) -> None:
+    """One role's request takes 1,000,000 IDs with take_snowflake_ranges (the position runs
+    about 250 ms ahead of the clock); the next role on the same backend moves the session's
+    position back to the first of them with setval() and inserts 20,000 rows by its table's
+    DEFAULT. With a position every role may write: 20,000 of 20,000 were the first role's."""
+    backend = connect()
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(two_roles[0])))
+    received = take_ranges(backend, 1_000_000)
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(two_roles[1])))
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        backend.execute("SELECT setval('pg_temp.idfields_snowflake', %s)", [received[0][0] - 1])
+    backend.execute(
+        sql.SQL("INSERT INTO {} (who) SELECT 'second' FROM generate_series(1, 20000)").format(
+            sql.Identifier(rows_table)
+        )
+    )
+    taken = ids_in(connect(), rows_table, "second")
+    assert (len(taken), _in_ranges(taken, received)) == (20_000, 0)
+
+
+def test_a_position_another_role_planted_is_never_issued_from(
+    connect: Connect, rows_table: str, two_roles: list[str]
+) -> None:
+    """A role of a fresh backend makes pg_temp.idfields_snowflake itself, writable by every
+    role, before any ID; the next role's request takes 1,000,000 IDs by take_snowflake_ranges;
+    the first role moves the planted position back to the first of them and inserts 500 rows.
+    Issued from the planted position: 500 of 500 repeated; refused (55000, naming DISCARD
+    TEMP), nothing is issued from it."""
+    backend = connect()
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(two_roles[0])))
+    backend.execute("CREATE TEMPORARY SEQUENCE idfields_snowflake MINVALUE -1 START -1")
+    backend.execute("GRANT ALL ON SEQUENCE pg_temp.idfields_snowflake TO PUBLIC")
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(two_roles[1])))
+    received: list[tuple[int, int]] = []
+    refusals = 0
+    try:
+        received = take_ranges(backend, 1_000_000)
+    except psycopg.errors.ObjectNotInPrerequisiteState as refused:
+        assert "DISCARD TEMP" in str(refused.diag.message_hint)
+        refusals += 1
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(two_roles[0])))
+    if received:
+        backend.execute("SELECT setval('pg_temp.idfields_snowflake', %s)", [received[0][0] - 1])
+    with contextlib.suppress(psycopg.errors.ObjectNotInPrerequisiteState):
+        backend.execute(
+            sql.SQL("INSERT INTO {} (who) SELECT 'planter' FROM generate_series(1, 500)").format(
+                sql.Identifier(rows_table)
+            )
+        )
+    repeated = _in_ranges(ids_in(connect(), rows_table, "planter"), received)
+    assert (repeated, refusals) == (0, 1)
+
+
+@pytest.fixture
+def decimal_roles(connect: Connect, two_roles: list[str]) -> list[str]:
+    """:func:`two_roles`, with a launch recorded (DecimalId needs one)."""
+    connect().execute(
+        "INSERT INTO public.idfields_launch VALUES (1, 'test', now()) ON CONFLICT DO NOTHING"
+    )
+    return two_roles
+
+
+def test_a_caller_never_chooses_its_decimal_ids(connect: Connect, decimal_roles: list[str]) -> None:
+    """One role's request takes 100 decimal IDs; the next role on the backend moves the
+    session's decimal position back with setval() and takes 100, then points the transaction's
+    switch idfields.decimal at a sequence of its own, set to an ID of its choosing. With a
+    position every role may write and a switch next_decimal() trusted: 99 of the 100
+    repeated, and the chosen ID issued."""
+    backend = connect()
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(decimal_roles[0])))
+    query = "SELECT idfields.next_decimal() FROM generate_series(1, %s)"
+    received = [int(row[0]) for row in backend.execute(query, [100]).fetchall()]
+    backend.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(decimal_roles[1])))
+    with contextlib.suppress(psycopg.errors.InsufficientPrivilege):
+        backend.execute("SELECT setval('pg_temp.idfields_decimal', %s)", [received[0]])
+    again = [int(row[0]) for row in backend.execute(query, [100]).fetchall()]
+    chosen = 424_242 * 10_000_000_000 + received[0] % 10_000_000_000
+    backend.execute("CREATE TEMPORARY SEQUENCE chooser MINVALUE 0")
+    backend.execute("SELECT setval('chooser', %s)", [chosen - 10_000_000_000 - 1])
+    backend.execute("SELECT nextval('chooser')")
+    with backend.transaction():
+        backend.execute(
+            "SELECT set_config('idfields.decimal', 'chooser'::regclass::oid::text, true)"
+        )
+        picked = int(backend.execute("SELECT idfields.next_decimal()").fetchone()[0])
+    assert (len(set(received) & set(again)), picked == chosen) == (0, False)

@@ -9,14 +9,15 @@
 --
 -- Every statement is idempotent (CREATE OR REPLACE), so installing over an earlier version
 -- upgrades it in place; the last statement records the version in the schema's comment, which
--- the install operations read. The functions a caller runs are inlined SQL (next_<layout>(): the
--- hot path) that hand everything else to PL/pgSQL run as the owner (SECURITY DEFINER, a pinned
--- search_path) with the layout's geometry written in; the internal functions, which take a
--- layout, lease key, geometry or tick, are revoked from PUBLIC. Every name is schema-qualified:
+-- the install operations read. The functions a caller runs run as the owner (SECURITY
+-- DEFINER): the hot paths (next_<layout>(), next_decimal()), whose expressions are planned once
+-- a session and which alone write the session's position, hand everything else to PL/pgSQL with
+-- the layout's geometry written in and a pinned search_path; the internal functions, which take
+-- a layout, lease key, geometry or tick, are revoked from PUBLIC. Every name is schema-qualified:
 -- pg_dump restores with an empty search_path.
 --
 -- The rules these functions keep, and why, are in docs/explanation/: lease-protocol.md (L1-L9)
--- and lease-protocol-database.md (D1-D8) for claims, renewals, resets, rollbacks, durable fences
+-- and lease-protocol-database.md (D1-D9) for claims, renewals, resets, rollbacks, durable fences
 -- and decimal generator ids; postgresql-internals.md for the slow path's steps and settings, the
 -- clock, node ranges, name binding, grants, what is not supported and what a transaction pays.
 
@@ -734,55 +735,57 @@ BEGIN
 END
 $$;
 
--- Step: this backend's position in a layout, a new temporary sequence whose value is the last ID
--- it issued (set with setval(), never nextval()), granted to PUBLIC for the roles the session
--- may switch to (other sessions never reach it): the inlined hot path writes it as the caller.
-CREATE OR REPLACE FUNCTION idfields.time_sequence(layout text) RETURNS regclass
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-AS $$
-BEGIN
-    EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE pg_temp.%I MINVALUE -1 START -1',
-        'idfields_' || layout);
-    EXECUTE pg_catalog.format('GRANT ALL ON SEQUENCE pg_temp.%I TO PUBLIC',
-        'idfields_' || layout);
-    RETURN pg_catalog.to_regclass('pg_temp.idfields_' || layout);
-END
-$$;
-
--- Step: this backend's window in a layout (D9), made where missing: a temporary sequence whose
--- value is the last ID the inlined hot path may issue (NULL: none), which every role may read
--- and only the functions' owner writes. A window sequence another role made in its place (after
--- a DISCARD TEMP dropped the owner's) is refused: the hot path would trust its value.
-CREATE OR REPLACE FUNCTION idfields.time_window(layout text) RETURNS regclass
+-- Step: a temporary sequence of this session's, pg_temp.<name>, made where missing: every role
+-- the session may switch to may read it, only the functions' owner writes it (other sessions
+-- never reach it). One another role made in its place (before the owner's, or after a DISCARD
+-- TEMP dropped it) is refused: IDs issued from it would be of that role's choosing (D9).
+CREATE OR REPLACE FUNCTION idfields.session_sequence(name text, layout text) RETURNS regclass
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
-    name text := pg_catalog.format('pg_temp.%I', 'idfields:' || layout);
-    made regclass := pg_catalog.to_regclass(name);
+    qualified text := pg_catalog.format('pg_temp.%I', name);
+    made regclass := pg_catalog.to_regclass(qualified);
     maker text;
 BEGIN
     IF made IS NULL THEN
-        EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE %s MINVALUE -1 START -1', name);
-        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s TO PUBLIC', name);
-        RETURN pg_catalog.to_regclass(name);
+        EXECUTE pg_catalog.format('CREATE TEMPORARY SEQUENCE %s MINVALUE -1 START -1',
+            qualified);
+        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s TO PUBLIC', qualified);
+        RETURN pg_catalog.to_regclass(qualified);
     END IF;
     SELECT pg_catalog.pg_get_userbyid(c.relowner) INTO maker
     FROM pg_catalog.pg_class AS c WHERE c.oid = made;
     IF maker IS DISTINCT FROM current_user THEN
-        RAISE EXCEPTION 'idfields: this session''s window sequence % of layout % belongs to '
-            'role %, not to the role that owns the idfields functions (%)', name, layout, maker,
+        RAISE EXCEPTION 'idfields: this session''s sequence % of layout % belongs to role %, '
+            'not to the role that owns the idfields functions (%)', qualified, layout, maker,
             current_user
             USING ERRCODE = '55000',
-            HINT = 'A role in this session made it after DISCARD TEMP, and IDs inside it would '
-                   'be of its choosing. Run DISCARD TEMP (or start a new session); no ID was '
-                   'issued.';
+            HINT = 'A role in this session made it in place of the functions'' own, and IDs '
+                   'issued from it would be of its choosing. Run DISCARD TEMP (or start a new '
+                   'session); no ID was issued.';
     END IF;
     RETURN made;
 END
 $$;
 
+-- Step: this backend's position in a layout (session_sequence), whose value is the last ID it
+-- issued (set with setval(), never nextval()), made where missing.
+CREATE OR REPLACE FUNCTION idfields.time_sequence(layout text) RETURNS regclass
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT idfields.session_sequence('idfields_' || layout, layout);
+END;
+
+-- Step: this backend's window in a layout (D9, session_sequence), whose value is the last ID
+-- the hot path may issue (NULL: none), made where missing.
+CREATE OR REPLACE FUNCTION idfields.time_window(layout text) RETURNS regclass
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+BEGIN ATOMIC
+    SELECT idfields.session_sequence('idfields:' || layout, layout);
+END;
+
 -- Step: this backend's two sequences of a layout, made where missing (time_sequence,
--- time_window), for the inlined hot path to bind when a statement is planned; returns the
+-- time_window), for the hot path to bind when its expression is planned; returns the
 -- window. A position made while the window stands was lost (its sequence dropped) somewhere
 -- inside the window: it starts at the window's end, past every ID the session may have issued.
 CREATE OR REPLACE FUNCTION idfields.time_session(layout text) RETURNS regclass
@@ -796,6 +799,8 @@ BEGIN
         issued := idfields.time_sequence(layout);
         PERFORM pg_catalog.setval(issued, pg_catalog.pg_sequence_last_value(bound))
         WHERE pg_catalog.pg_sequence_last_value(bound) IS NOT NULL;
+    ELSE
+        PERFORM idfields.time_sequence(layout);  -- refused where not the owner's
     END IF;
     RETURN bound;
 END
@@ -884,7 +889,7 @@ $$;
 -- Step: before an ID at tick goes out, raise the node's durable fence over this tick and every
 -- tick the backend may go on to without the slow path (D7: up to the limit for a growing
 -- layout), then record the claim and its limit together (a rollback reverts both with the lease
--- row) and the window the inlined hot path issues inside, which never reaches past the fence
+-- row) and the window the hot path issues inside, which never reaches past the fence
 -- (D9: the limit's last tick for a growing layout, this tick for a wrapping one; a sequence,
 -- which a rollback keeps, as it keeps the fence).
 CREATE OR REPLACE FUNCTION idfields.time_record_claim(
@@ -925,7 +930,7 @@ CREATE OR REPLACE FUNCTION idfields.time_slow_path(
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_' || shape.layout);
+    seq regclass;
     key integer := idfields.lease_lock_key(shape.lease_key);
     period bigint := 1::bigint << shape.ts_bits;
     seq_mask bigint := (1::bigint << shape.seq_bits) - 1;
@@ -947,9 +952,7 @@ BEGIN
         PERFORM idfields.time_refuse(shape.layout, shape.lease_key, visible_lease);
     END IF;
     PERFORM idfields.commit_durably();
-    IF seq IS NULL THEN
-        seq := idfields.time_sequence(shape.layout);
-    END IF;
+    seq := idfields.time_sequence(shape.layout);
     last := pg_catalog.pg_sequence_last_value(seq);
     SELECT * INTO claimed, acquired, promise, me
     FROM idfields.time_session_claim(shape, seq, last, middle);
@@ -1039,13 +1042,13 @@ BEGIN
 END
 $$;
 
--- Everything but the inlined hot path, for every layout: the session holds no window of the
+-- Everything but the hot path, for every layout: the session holds no window of the
 -- layout yet, its window ends (a renewal; a wrapping layout's new tick), or the hot path could
 -- not go on inside it (a layout whose sequence starts above 0 running ahead of the clock, a
 -- wrapping one in the tick after the clock's, a position the calling role moved). Goes on inside
 -- the window where only the hot path could not, else takes the slow path. The window is the
--- owner's (time_window), the settings are not read here (D9). PL/pgSQL, so the statement that
--- inlines the hot path neither plans nor sets up these branches, and its plans are cached for
+-- owner's (time_window), the settings are not read here (D9). A function of its own, so the
+-- hot path's expression neither plans nor sets up these branches, and its plans are cached for
 -- the session. COST 1: it runs about once a tick, not once a row, so a bulk INSERT is not
 -- costed (and JIT-compiled) as if it ran per row. top: the constant bits above the timestamp;
 -- now_tick NULL: the clock's.
@@ -1069,6 +1072,7 @@ BEGIN
         OR visible_lease = '@lease_schema@.idfields_node_lease'::regclass)
     THEN
         bound := pg_catalog.pg_sequence_last_value(idfields.time_window(shape.layout));
+        seq := idfields.time_sequence(shape.layout);  -- refused where not the owner's
         last := pg_catalog.pg_sequence_last_value(seq);
     END IF;
     IF bound IS NOT NULL THEN
@@ -1162,37 +1166,30 @@ BEGIN
 END
 $$;
 
--- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
--- statement binds the session's window and position as constants of its plan, which dropping
--- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
--- makes the two where they are missing. They run as the owner (a column default needs no USAGE
--- on schema idfields) under the caller's search_path, for the lease table that path finds: so
--- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
--- issuer, which says why) on a standby, where the caller finds another lease table, in a
--- read-only transaction before the session made the sequences, and where a window sequence not
--- the owner's is in the way.
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument) when
+-- PL/pgSQL plans next_<name>()'s expression, once a session: the plan holds the session's
+-- window and position as constants, which dropping them (DISCARD TEMP) plans again, as a
+-- changed search_path does; the window first, which makes the two where they are missing and
+-- refuses either where another role made it (open_<name>()). They run as the owner under the
+-- caller's search_path, for the lease table that path finds: so no SET clause, and every name
+-- and operator in them qualified. Where the session may hold no window (a standby, another
+-- lease table on the caller's search_path, a read-only transaction before the session made
+-- the sequences) the issuer's refusal is raised here, so no plan holds none.
 CREATE OR REPLACE FUNCTION idfields."window_snowflake"() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
-DECLARE
-    bound regclass;
 BEGIN
     IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
             pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
             idfields.lease_table()::pg_catalog.oid), true)
+        OR (pg_catalog.to_regclass('pg_temp."idfields:snowflake"') IS NULL
+            OR pg_catalog.to_regclass('pg_temp."idfields_snowflake"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on'
     THEN
+        PERFORM idfields."issue_snowflake"(pg_catalog.to_regclass('idfields_node_lease'));
         RETURN NULL;
     END IF;
-    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
-    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:snowflake"')::pg_catalog.oid
-      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
-    IF (pg_catalog.to_regclass('pg_temp."idfields:snowflake"') IS NULL
-            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_snowflake"') IS NULL)
-        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
-    THEN
-        RETURN idfields."open_snowflake"();
-    END IF;
-    RETURN bound;
+    RETURN idfields."open_snowflake"();
 END
 $$;
 
@@ -1200,6 +1197,7 @@ CREATE OR REPLACE FUNCTION idfields."position_snowflake"() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
 BEGIN
+    PERFORM idfields."open_snowflake"();
     RETURN pg_catalog.to_regclass('pg_temp."idfields_snowflake"');
 END
 $$;
@@ -1217,10 +1215,12 @@ END;
 REVOKE ALL ON FUNCTION idfields."next_snowflake_at_on"(regclass, regclass, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."next_snowflake_at"(now_tick bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields."next_snowflake_at_on"(idfields."window_snowflake"(), idfields."position_snowflake"(), now_tick);
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields."next_snowflake_at_on"(idfields."window_snowflake"(), idfields."position_snowflake"(), now_tick);
+END
+$$;
 REVOKE ALL ON FUNCTION idfields."next_snowflake_at"(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."next_snowflake_on"(bound regclass, issued regclass) RETURNS bigint
@@ -1232,12 +1232,16 @@ BEGIN ATOMIC
         pg_catalog.pg_sequence_last_value(bound))),
         idfields."issue_snowflake"(pg_catalog.to_regclass('idfields_node_lease')));
 END;
+REVOKE ALL ON FUNCTION idfields."next_snowflake_on"(regclass, regclass) FROM PUBLIC;
 
+-- COST 1: a bulk INSERT is not costed (and JIT-compiled) as if each row ran a statement.
 CREATE OR REPLACE FUNCTION idfields."next_snowflake"() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields."next_snowflake_on"(idfields."window_snowflake"(), idfields."position_snowflake"());
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields."next_snowflake_on"(idfields."window_snowflake"(), idfields."position_snowflake"());
+END
+$$;
 
 CREATE OR REPLACE FUNCTION idfields."take_snowflake"(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
@@ -1310,37 +1314,30 @@ BEGIN
 END
 $$;
 
--- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
--- statement binds the session's window and position as constants of its plan, which dropping
--- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
--- makes the two where they are missing. They run as the owner (a column default needs no USAGE
--- on schema idfields) under the caller's search_path, for the lease table that path finds: so
--- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
--- issuer, which says why) on a standby, where the caller finds another lease table, in a
--- read-only transaction before the session made the sequences, and where a window sequence not
--- the owner's is in the way.
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument) when
+-- PL/pgSQL plans next_<name>()'s expression, once a session: the plan holds the session's
+-- window and position as constants, which dropping them (DISCARD TEMP) plans again, as a
+-- changed search_path does; the window first, which makes the two where they are missing and
+-- refuses either where another role made it (open_<name>()). They run as the owner under the
+-- caller's search_path, for the lease table that path finds: so no SET clause, and every name
+-- and operator in them qualified. Where the session may hold no window (a standby, another
+-- lease table on the caller's search_path, a read-only transaction before the session made
+-- the sequences) the issuer's refusal is raised here, so no plan holds none.
 CREATE OR REPLACE FUNCTION idfields."window_traceid"() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
-DECLARE
-    bound regclass;
 BEGIN
     IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
             pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
             idfields.lease_table()::pg_catalog.oid), true)
+        OR (pg_catalog.to_regclass('pg_temp."idfields:traceid"') IS NULL
+            OR pg_catalog.to_regclass('pg_temp."idfields_traceid"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on'
     THEN
+        PERFORM idfields."issue_traceid"(pg_catalog.to_regclass('idfields_node_lease'));
         RETURN NULL;
     END IF;
-    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
-    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:traceid"')::pg_catalog.oid
-      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
-    IF (pg_catalog.to_regclass('pg_temp."idfields:traceid"') IS NULL
-            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_traceid"') IS NULL)
-        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
-    THEN
-        RETURN idfields."open_traceid"();
-    END IF;
-    RETURN bound;
+    RETURN idfields."open_traceid"();
 END
 $$;
 
@@ -1348,6 +1345,7 @@ CREATE OR REPLACE FUNCTION idfields."position_traceid"() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
 BEGIN
+    PERFORM idfields."open_traceid"();
     RETURN pg_catalog.to_regclass('pg_temp."idfields_traceid"');
 END
 $$;
@@ -1368,10 +1366,12 @@ END;
 REVOKE ALL ON FUNCTION idfields."next_traceid_at_on"(regclass, regclass, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."next_traceid_at"(now_tick bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields."next_traceid_at_on"(idfields."window_traceid"(), idfields."position_traceid"(), now_tick);
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields."next_traceid_at_on"(idfields."window_traceid"(), idfields."position_traceid"(), now_tick);
+END
+$$;
 REVOKE ALL ON FUNCTION idfields."next_traceid_at"(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."next_traceid_on"(bound regclass, issued regclass) RETURNS bigint
@@ -1386,12 +1386,16 @@ BEGIN ATOMIC
             pg_catalog.pg_sequence_last_value(bound)) END),
         idfields."issue_traceid"(pg_catalog.to_regclass('idfields_node_lease')));
 END;
+REVOKE ALL ON FUNCTION idfields."next_traceid_on"(regclass, regclass) FROM PUBLIC;
 
+-- COST 1: a bulk INSERT is not costed (and JIT-compiled) as if each row ran a statement.
 CREATE OR REPLACE FUNCTION idfields."next_traceid"() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields."next_traceid_on"(idfields."window_traceid"(), idfields."position_traceid"());
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields."next_traceid_on"(idfields."window_traceid"(), idfields."position_traceid"());
+END
+$$;
 
 CREATE OR REPLACE FUNCTION idfields."take_traceid"(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000
@@ -1511,9 +1515,10 @@ BEGIN
 END
 $$;
 
--- decimal: counter * 10^10 + generator_id * 10^5 + launch_id. The temporary sequence holds the
--- backend's last ID, inside its block; 'idfields.decimal' (transaction-local) = its OID;
--- 'idfields.decimal_generator' (session) = generator_id * 10^5 + launch_id of its block;
+-- decimal: counter * 10^10 + generator_id * 10^5 + launch_id. The session's position,
+-- pg_temp.idfields_decimal (session_sequence: only the owner writes it), holds the backend's
+-- last ID, inside its block; 'idfields.decimal_generator' (session) = generator_id * 10^5 +
+-- launch_id of its block, which a rollback of the block's claim takes back;
 -- 'idfields.decimal_claimed' (transaction-local) = 'on' once this transaction wrote a counter
 -- row. Called for a transaction's first ID that cannot go on (a new, reset or read-only
 -- session) and at the end of a block. In steps: refuse what the session may not do, take a
@@ -1525,7 +1530,7 @@ LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
-    seq regclass := pg_catalog.to_regclass('pg_temp.idfields_decimal');
+    seq regclass;
     newest integer;
     issued bigint;
     issued_launch integer;
@@ -1548,12 +1553,7 @@ BEGIN
             HINT = 'Call idfields.next_decimal() in a read-write transaction, or generate '
                    'the IDs app-side.';
     END IF;
-    IF seq IS NULL THEN
-        CREATE TEMPORARY SEQUENCE pg_temp.idfields_decimal MINVALUE 0;
-        GRANT ALL ON SEQUENCE pg_temp.idfields_decimal TO PUBLIC;
-        seq := pg_catalog.to_regclass('pg_temp.idfields_decimal');
-    END IF;
-    PERFORM pg_catalog.set_config('idfields.decimal', seq::oid::text, true);
+    seq := idfields.session_sequence('idfields_decimal', 'decimal');
     -- L11: after a change of the database's epoch, a generator id of the launch recorded then
     -- (none while another session records it).
     IF NOT (SELECT e.settled FROM idfields.database_epoch(0) AS e) THEN
@@ -1599,39 +1599,51 @@ BEGIN
 END
 $$;
 
--- decimal_slow_path()'s going on, inlined (see time_next): the sequence exists, the
--- transaction may write, and its last ID carries the session's generator id.
-CREATE OR REPLACE FUNCTION idfields.resume_decimal() RETURNS oid
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE
-        WHEN pg_catalog.to_regclass('pg_temp.idfields_decimal') IS NOT NULL
-            AND pg_catalog.current_setting('transaction_read_only') = 'off'
-        THEN CASE
-            WHEN pg_catalog.setval(pg_catalog.to_regclass('pg_temp.idfields_decimal'),
-                pg_catalog.pg_sequence_last_value(
-                    pg_catalog.to_regclass('pg_temp.idfields_decimal'))) % 10000000000
-                = NULLIF(pg_catalog.current_setting('idfields.decimal_generator', true),
-                    '')::bigint
-            THEN pg_catalog.set_config('idfields.decimal', pg_catalog.to_regclass(
-                'pg_temp.idfields_decimal')::oid::text, true)::oid
-        END
-    END;
-END;
+-- The binding of the decimal hot path: the session's position, made where missing and refused
+-- where another role made it (session_sequence), evaluated by the planner (IMMUTABLE, no
+-- argument) when PL/pgSQL plans next_decimal()'s expressions, once a session: the plans hold
+-- it as a constant, which dropping it (DISCARD TEMP) plans again. Where the session cannot
+-- make it (a standby, a read-only transaction) the slow path's refusal is raised here, so no
+-- plan holds none.
+CREATE OR REPLACE FUNCTION idfields.decimal_position() RETURNS regclass
+LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF pg_catalog.to_regclass('pg_temp.idfields_decimal') IS NULL
+        AND (pg_catalog.pg_is_in_recovery()
+             OR pg_catalog.current_setting('transaction_read_only') = 'on')
+    THEN
+        PERFORM idfields.decimal_slow_path();
+        RETURN NULL;
+    END IF;
+    RETURN idfields.session_sequence('idfields_decimal', 'decimal');
+END
+$$;
+REVOKE ALL ON FUNCTION idfields.decimal_position() FROM PUBLIC;
 
+-- The decimal hot path: the position's next counter while it stays inside the block and the
+-- session's generator id, in a transaction that may write; else decimal_slow_path(). Run as
+-- the owner, who alone writes the position (no SET clause, which would cost every call: every
+-- name and operator in it is qualified). COST 1: a bulk INSERT is not costed (and
+-- JIT-compiled) as if each row ran a statement.
 CREATE OR REPLACE FUNCTION idfields.next_decimal() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT CASE WHEN pg_catalog.currval(COALESCE(NULLIF(pg_catalog.current_setting(
-            'idfields.decimal', true), '')::oid, idfields.resume_decimal())::regclass)
-            / 10000000000 % 10000 <> 0
-        THEN pg_catalog.setval(NULLIF(pg_catalog.current_setting(
-            'idfields.decimal', true), '')::oid::regclass, pg_catalog.currval(NULLIF(
-            pg_catalog.current_setting('idfields.decimal', true), '')::oid::regclass)
-            + 10000000000)
-        ELSE idfields.decimal_slow_path()
-    END;
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+DECLARE
+    last bigint := pg_catalog.pg_sequence_last_value(idfields.decimal_position());
+BEGIN
+    IF pg_catalog.int8mod(pg_catalog.int8div(last, 10000000000), 10000) OPERATOR(pg_catalog.<>) 0
+        AND pg_catalog.int8mod(last, 10000000000)::pg_catalog.text OPERATOR(pg_catalog.=)
+            pg_catalog.current_setting('idfields.decimal_generator', true)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
+    THEN
+        RETURN pg_catalog.setval(idfields.decimal_position(),
+            last OPERATOR(pg_catalog.+) 10000000000);
+    END IF;
+    RETURN idfields.decimal_slow_path();
+END
+$$;
 
 -- Decoders, bound at creation. "time_ms" is unix milliseconds.
 CREATE OR REPLACE FUNCTION idfields.decode_snowflake(
@@ -1690,7 +1702,8 @@ REVOKE ALL ON FUNCTION
     idfields.take_id_ranges(idfields.geometry, bigint, regclass),
     idfields.time_slow_path(idfields.geometry, bigint, regclass),
     idfields.time_refuse(text, text, regclass), idfields.time_sequence(text),
-    idfields.time_window(text), idfields.time_session(text),
+    idfields.session_sequence(text, text), idfields.time_window(text),
+    idfields.time_session(text),
     idfields.time_session_claim(idfields.geometry, regclass, bigint, bigint),
     idfields.time_renew(idfields.geometry, integer, bigint, bigint, bigint, bigint, bigint,
         bigint, bigint, integer, bigint, bigint, text),
@@ -1750,8 +1763,8 @@ CREATE OR REPLACE VIEW idfields.node_holders AS SELECT * FROM idfields.node_hold
 GRANT SELECT ON idfields.node_holders TO PUBLIC;
 
 -- NATIVE. Where the optional C extension idfields_native (pgext/) is installed, next_snowflake()
--- and next_traceid() become inlined calls of its C functions, which do the hot path and a
--- transaction's first-ID check on the same sequence and settings and hand everything else to
+-- and next_traceid() become inlined calls of its C functions, which do the hot path on the same
+-- window and position, as their owner, and hand everything else to
 -- issue_<layout>() above (docs/how-to/native-extension.md). Only the extension's own wire(),
 -- in a schema the extension's owner owns, is run: a schema or function of that name a role with
 -- CREATE on the database planted is never run by the installing role, and wired defaults never

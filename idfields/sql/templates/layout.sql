@@ -4,14 +4,16 @@
 -- @name@ is a value the renderer fills in: a quoted identifier, a literal, or an SQL expression
 -- it computes from the layout's geometry. These header lines are not a section.
 --
--- The hot path, next_<name>(), is SQL inlined into the caller's statement: it binds the
--- session's two sequences of the layout when the statement is planned (window_<name>() and
--- position_<name>(), which make them through open_<name>() where missing) and issues inside the
--- window the owner wrote for the session (D9 of docs/explanation/lease-protocol-database.md).
+-- The hot path, next_<name>(), is one PL/pgSQL call run as the owner (no SET clause: every
+-- name in it is qualified), whose one expression inlines next_<name>_on(): it binds the
+-- session's two sequences of the layout when PL/pgSQL plans it, once a session (window_<name>()
+-- and position_<name>(), which make them through open_<name>() where missing), and issues
+-- inside the window the owner wrote for the session (D9 of
+-- docs/explanation/lease-protocol-database.md), moving the position only the owner writes.
 -- Anything else is one PL/pgSQL call, the issuer (issue_<name>()), run as the owner, which
 -- hands it to idfields.time_next() with the geometry written in as literals. No function a
--- caller may run takes a geometry, lease key or tick; the test hook's next_<name>_at(),
--- next_<name>_at_on() and issue_<name>_at() are revoked from PUBLIC.
+-- caller may run takes a geometry, lease key or tick; next_<name>_on(), the test hook's
+-- next_<name>_at(), next_<name>_at_on() and issue_<name>_at() are revoked from PUBLIC.
 
 -- @@ user_layout
 -- idfields: ID functions of layout @name@, from idfields.sql.layouts.
@@ -78,37 +80,30 @@ BEGIN
 END
 $$;
 
--- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
--- statement binds the session's window and position as constants of its plan, which dropping
--- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
--- makes the two where they are missing. They run as the owner (a column default needs no USAGE
--- on schema idfields) under the caller's search_path, for the lease table that path finds: so
--- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
--- issuer, which says why) on a standby, where the caller finds another lease table, in a
--- read-only transaction before the session made the sequences, and where a window sequence not
--- the owner's is in the way.
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument) when
+-- PL/pgSQL plans next_<name>()'s expression, once a session: the plan holds the session's
+-- window and position as constants, which dropping them (DISCARD TEMP) plans again, as a
+-- changed search_path does; the window first, which makes the two where they are missing and
+-- refuses either where another role made it (open_<name>()). They run as the owner under the
+-- caller's search_path, for the lease table that path finds: so no SET clause, and every name
+-- and operator in them qualified. Where the session may hold no window (a standby, another
+-- lease table on the caller's search_path, a read-only transaction before the session made
+-- the sequences) the issuer's refusal is raised here, so no plan holds none.
 CREATE OR REPLACE FUNCTION idfields.@window@() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
-DECLARE
-    bound regclass;
 BEGIN
     IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
             pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
             idfields.lease_table()::pg_catalog.oid), true)
+        OR (pg_catalog.to_regclass(@window_name@) IS NULL
+            OR pg_catalog.to_regclass(@position_name@) IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on'
     THEN
+        PERFORM idfields.@issue@(pg_catalog.to_regclass('idfields_node_lease'));
         RETURN NULL;
     END IF;
-    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
-    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass(@window_name@)::pg_catalog.oid
-      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
-    IF (pg_catalog.to_regclass(@window_name@) IS NULL
-            OR bound IS NOT NULL AND pg_catalog.to_regclass(@position_name@) IS NULL)
-        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
-    THEN
-        RETURN idfields.@open@();
-    END IF;
-    RETURN bound;
+    RETURN idfields.@open@();
 END
 $$;
 
@@ -116,6 +111,7 @@ CREATE OR REPLACE FUNCTION idfields.@position@() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
 BEGIN
+    PERFORM idfields.@open@();
     RETURN pg_catalog.to_regclass(@position_name@);
 END
 $$;
@@ -130,10 +126,12 @@ END;
 REVOKE ALL ON FUNCTION idfields.@hook_on@(regclass, regclass, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields.@hook@(now_tick bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields.@hook_on@(idfields.@window@(), idfields.@position@(), now_tick);
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields.@hook_on@(idfields.@window@(), idfields.@position@(), now_tick);
+END
+$$;
 REVOKE ALL ON FUNCTION idfields.@hook@(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields.@next_on@(bound regclass, issued regclass) RETURNS bigint
@@ -142,12 +140,16 @@ BEGIN ATOMIC
     SELECT COALESCE(pg_catalog.setval(issued, @next_checked@),
         idfields.@issue@(pg_catalog.to_regclass('idfields_node_lease')));
 END;
+REVOKE ALL ON FUNCTION idfields.@next_on@(regclass, regclass) FROM PUBLIC;
 
+-- COST 1: a bulk INSERT is not costed (and JIT-compiled) as if each row ran a statement.
 CREATE OR REPLACE FUNCTION idfields.@next@() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields.@next_on@(idfields.@window@(), idfields.@position@());
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields.@next_on@(idfields.@window@(), idfields.@position@());
+END
+$$;
 
 CREATE OR REPLACE FUNCTION idfields.@take@(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000

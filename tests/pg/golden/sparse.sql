@@ -58,37 +58,30 @@ BEGIN
 END
 $$;
 
--- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument), so a
--- statement binds the session's window and position as constants of its plan, which dropping
--- them (DISCARD TEMP) plans again, as a changed search_path does; the window first, which
--- makes the two where they are missing. They run as the owner (a column default needs no USAGE
--- on schema idfields) under the caller's search_path, for the lease table that path finds: so
--- no SET clause, and every name and operator in them qualified. No window (every ID goes to the
--- issuer, which says why) on a standby, where the caller finds another lease table, in a
--- read-only transaction before the session made the sequences, and where a window sequence not
--- the owner's is in the way.
+-- The two bindings of the hot path. The planner evaluates them (IMMUTABLE, no argument) when
+-- PL/pgSQL plans next_<name>()'s expression, once a session: the plan holds the session's
+-- window and position as constants, which dropping them (DISCARD TEMP) plans again, as a
+-- changed search_path does; the window first, which makes the two where they are missing and
+-- refuses either where another role made it (open_<name>()). They run as the owner under the
+-- caller's search_path, for the lease table that path finds: so no SET clause, and every name
+-- and operator in them qualified. Where the session may hold no window (a standby, another
+-- lease table on the caller's search_path, a read-only transaction before the session made
+-- the sequences) the issuer's refusal is raised here, so no plan holds none.
 CREATE OR REPLACE FUNCTION idfields."window_sparse"() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
-DECLARE
-    bound regclass;
 BEGIN
     IF pg_catalog.pg_is_in_recovery() OR NOT COALESCE(pg_catalog.oideq(
             pg_catalog.to_regclass('idfields_node_lease')::pg_catalog.oid,
             idfields.lease_table()::pg_catalog.oid), true)
+        OR (pg_catalog.to_regclass('pg_temp."idfields:sparse"') IS NULL
+            OR pg_catalog.to_regclass('pg_temp."idfields_sparse"') IS NULL)
+        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'on'
     THEN
+        PERFORM idfields."issue_sparse"(pg_catalog.to_regclass('idfields_node_lease'));
         RETURN NULL;
     END IF;
-    SELECT w.oid INTO bound FROM pg_catalog.pg_class AS w
-    WHERE w.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('pg_temp."idfields:sparse"')::pg_catalog.oid
-      AND pg_catalog.pg_get_userbyid(w.relowner) OPERATOR(pg_catalog.=) CURRENT_USER;
-    IF (pg_catalog.to_regclass('pg_temp."idfields:sparse"') IS NULL
-            OR bound IS NOT NULL AND pg_catalog.to_regclass('pg_temp."idfields_sparse"') IS NULL)
-        AND pg_catalog.current_setting('transaction_read_only') OPERATOR(pg_catalog.=) 'off'
-    THEN
-        RETURN idfields."open_sparse"();
-    END IF;
-    RETURN bound;
+    RETURN idfields."open_sparse"();
 END
 $$;
 
@@ -96,6 +89,7 @@ CREATE OR REPLACE FUNCTION idfields."position_sparse"() RETURNS regclass
 LANGUAGE plpgsql IMMUTABLE PARALLEL UNSAFE SECURITY DEFINER
 AS $$
 BEGIN
+    PERFORM idfields."open_sparse"();
     RETURN pg_catalog.to_regclass('pg_temp."idfields_sparse"');
 END
 $$;
@@ -113,10 +107,12 @@ END;
 REVOKE ALL ON FUNCTION idfields."next_sparse_at_on"(regclass, regclass, bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."next_sparse_at"(now_tick bigint) RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields."next_sparse_at_on"(idfields."window_sparse"(), idfields."position_sparse"(), now_tick);
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields."next_sparse_at_on"(idfields."window_sparse"(), idfields."position_sparse"(), now_tick);
+END
+$$;
 REVOKE ALL ON FUNCTION idfields."next_sparse_at"(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION idfields."next_sparse_on"(bound regclass, issued regclass) RETURNS bigint
@@ -128,12 +124,16 @@ BEGIN ATOMIC
         pg_catalog.pg_sequence_last_value(bound))),
         idfields."issue_sparse"(pg_catalog.to_regclass('idfields_node_lease')));
 END;
+REVOKE ALL ON FUNCTION idfields."next_sparse_on"(regclass, regclass) FROM PUBLIC;
 
+-- COST 1: a bulk INSERT is not costed (and JIT-compiled) as if each row ran a statement.
 CREATE OR REPLACE FUNCTION idfields."next_sparse"() RETURNS bigint
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-BEGIN ATOMIC
-    SELECT idfields."next_sparse_on"(idfields."window_sparse"(), idfields."position_sparse"());
-END;
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE COST 1 SECURITY DEFINER
+AS $$
+BEGIN
+    RETURN idfields."next_sparse_on"(idfields."window_sparse"(), idfields."position_sparse"());
+END
+$$;
 
 CREATE OR REPLACE FUNCTION idfields."take_sparse"(n bigint) RETURNS SETOF bigint
 LANGUAGE sql VOLATILE PARALLEL UNSAFE ROWS 1000

@@ -64,8 +64,8 @@ def test_a_forged_claim_never_moves_the_fence_of_a_node_held_by_another(
 ) -> None:
     """Another backend holds the one node; the app role (PUBLIC's TEMPORARY, as by default)
     makes its own pg_temp.idfields_<layout> with an ID on that node, writes a claim of the node
-    with a far promise and calls next_<layout>(): the issuer, as the owner, raised the node's
-    fence to the promise."""
+    with a far promise and calls next_<layout>(): an issuer that trusted them, as the owner,
+    raised the node's fence to the promise."""
     admin = connect()
     fence = pgsql.Literal(
         admin.execute(
@@ -94,9 +94,12 @@ def test_a_forged_claim_never_moves_the_fence_of_a_node_held_by_another(
     )
     app.execute("SELECT set_config(%s, '0', false)", [f"idfields.{one_node.name}_limit"])
     try:
-        try:  # a refused claim: the one node is the other backend's
+        try:  # refused: a position not the owner's (D9), or the other backend's one node
             issued = app.execute(issue).fetchone()[0]
-        except psycopg.errors.ConfigurationLimitExceeded:
+        except (
+            psycopg.errors.ConfigurationLimitExceeded,
+            psycopg.errors.ObjectNotInPrerequisiteState,
+        ):
             issued = None
         after_ms = admin.execute(read).fetchone()[0]
         now_ms = admin.execute("SELECT idfields.clock_ms()").fetchone()[0]
@@ -118,15 +121,19 @@ def test_forged_claims_never_fence_off_every_node(
         admin.execute(sql.load(sql.VERSION))
         grant_as_documented(admin, app_role, str(admin.info.dbname))
         with psycopg.connect(url, user=app_role, autocommit=True) as app:
-            app.execute("CREATE TEMPORARY SEQUENCE pg_temp.idfields_snowflake MINVALUE -1")
+            app.execute("SELECT idfields.next_snowflake()")  # the owner makes the position
             oid = app.execute("SELECT 'pg_temp.idfields_snowflake'::regclass::oid").fetchone()[0]
             for node in range(1024):
+                with contextlib.suppress(psycopg.errors.InsufficientPrivilege):  # the owner's
+                    app.execute(
+                        "SELECT setval('pg_temp.idfields_snowflake', ((idfields.clock_ms() - "
+                        "1704067200000) << 22) | (%s::bigint << 12))",
+                        [node],
+                    )
                 app.execute(
-                    "SELECT setval('pg_temp.idfields_snowflake', ((idfields.clock_ms() - "
-                    "1704067200000) << 22) | (%s::bigint << 12)), set_config("
-                    "'idfields.snowflake_lease', %s, false), set_config("
+                    "SELECT set_config('idfields.snowflake_lease', %s, false), set_config("
                     "'idfields.snowflake_limit', '0', false)",
-                    [node, f"{node}:0:4000000000000000:{oid}:x:0"],
+                    [f"{node}:0:4000000000000000:{oid}:x:0"],
                 )
                 # An issuer that refuses the forged claim claims a node of its own instead.
                 with contextlib.suppress(psycopg.errors.ConfigurationLimitExceeded):

@@ -110,12 +110,14 @@ class DatabaseLeases(RuleBasedStateMachine):
     )
     def moves_its_position(self, index: int, ms: int, node: int) -> None:
         """The backend's role moves its session's position ``ms`` ahead of the clock, on the
-        claimed node 0 or on node 1 (which no lease covers), as a role that may not write the id
-        column may (issue 39, items 6 and 7): the checks in ``issue`` say where its IDs land."""
+        claimed node 0 or on node 1 (which no lease covers), where it may write it: the owner
+        (a superuser) may, a role that may not write the id column may not (issue 39, items 6
+        and 7; D9). The checks in ``issue`` say where its IDs land."""
         stamp, node_field, _ = self.world.layout.placed
         value = (self.tick + ms) * stamp.multiplier + node * node_field.multiplier
         self.backends[index].execute(
-            "SELECT setval(p, %s) FROM to_regclass(%s) AS p WHERE p IS NOT NULL",
+            "SELECT setval(p, %s) FROM to_regclass(%s) AS p "
+            "WHERE p IS NOT NULL AND has_sequence_privilege(p, 'UPDATE')",
             [value, self.position],
         )
 
