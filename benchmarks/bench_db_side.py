@@ -53,6 +53,8 @@ CREATE TABLE IF NOT EXISTS public.idfields_node_lease (
     node integer NOT NULL, holder varchar(255) NOT NULL, acquired_at_ms bigint NOT NULL,
     expires_at_ms bigint NOT NULL,
     CONSTRAINT idfields_node_lease_layout_node_uniq UNIQUE (layout, node));
+CREATE TABLE IF NOT EXISTS public.idfields_counter (
+    name varchar(100) PRIMARY KEY, value bigint NOT NULL);
 """
 # Instagram's published function (2012), in a schema of its own: 41-bit ms | 13-bit shard |
 # nextval() % 1024.
