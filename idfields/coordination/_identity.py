@@ -9,24 +9,27 @@ identifies the database: its system identifier (``pg_control_system()``; a new c
 timeline (a promotion, a point-in-time recovery) or its OID (a copy in another database of the
 cluster). A restored snapshot of a running server's disk keeps all three, and so does a crash
 that lost the WAL of a transaction that rolled back (a durable fence, D7 of
-lease-protocol-database.md): the server restarts through crash recovery, which discards the
-statistics and resets them as it starts (``pg_stat_bgwriter.stats_reset`` no older than
-``pg_postmaster_start_time()``; a clean start reads them back). A clean restart loses nothing
-and counts as no loss; so does a snapshot of a stopped server restored, which nothing tells
-apart from one.
+lease-protocol-database.md): the server comes up through crash recovery, which discards the
+statistics and sets a new reset time (``pg_stat_bgwriter.stats_reset``), whether the postmaster
+restarted or only reinitialized after one backend's crash; a clean start reads them back, reset
+time included. So a reset time other than the one the epoch began with is a loss, seen at once
+or after any number of clean restarts. A clean restart alone loses nothing and counts as no
+loss; so does a snapshot of a stopped server restored, which nothing tells apart from one. A
+superuser's ``pg_stat_reset_shared('bgwriter')`` sets a new reset time too and costs a grace.
 
-Two rows of ``idfields_counter`` per identity ``<system identifier>/<timeline>/<oid>``, in
-server-clock unix ms: ``epoch:<identity>``, the start of the current epoch (the server's start
-when the identity is first recorded or the server restarted since; the time the identity was
-first seen when it changed), and ``identity:<identity>``, the end of the grace after its last
-possible loss (0: none yet). The first claim to see an epoch that may have lost commits
-records it with a grace of the longest lease any claim recorded plus a second for the clocks,
-from the epoch's start: no lease is claimed before it ends, as Chubby and etcd wait out the
+Three rows of ``idfields_counter`` per identity ``<system identifier>/<timeline>/<oid>``, in
+server-clock unix ms: ``epoch:<identity>``, the start of the current epoch (the server's start when
+the identity is first recorded or the server restarted since, the statistics' reset when that came
+later and was a loss; the time the identity was first seen when it changed), ``reset:<identity>``,
+the statistics' reset time the epoch began with (unix us), and ``identity:<identity>``, the end of
+the grace after its last possible loss (0: none yet). The first claim to see an epoch that may have
+lost commits records it with a grace of the longest lease any claim recorded plus a second for the
+clocks, from the epoch's start: no lease is claimed before it ends, as Chubby and etcd wait out the
 longest lease after a leader change, and every claim starts after it. A holder of a lease the
-database forgot stops at its next renewal, and a lease that may have lapsed before the epoch
-began is not renewed (:func:`may_renew`). DecimalId moves to a new launch at once
-(:func:`record_change_launch`): generator ids the database forgot may be in use under the old
-one. The database functions keep the same rule in ``idfields.database_epoch()``.
+database forgot stops at its next renewal, and a lease that may have lapsed before the epoch began
+is not renewed (:func:`may_renew`). DecimalId moves to a new launch at once
+(:func:`record_change_launch`): generator ids the database forgot may be in use under the old one.
+The database functions keep the same rule in ``idfields.database_epoch()``.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ logger = logging.getLogger("idfields.coordination")
 
 PREFIX = "identity:"
 EPOCH = "epoch:"
+RESET = "reset:"
 LONGEST_TTL = "lease ttl ms"
 CHANGE_LABEL = "idfields: coordination database changed"
 # Clocks may disagree with the server's by this much: a grace ends, and a renewal across an
@@ -51,8 +55,10 @@ CLOCK_SLACK_MS = 1000
 _CURRENT = (
     "SELECT CAST(EXTRACT(EPOCH FROM pg_catalog.clock_timestamp()) * 1000 AS bigint), "
     "CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000 AS bigint), "
-    # Crash recovery discards the statistics, and resets them as the server starts; a clean
-    # start reads them back, reset time included.
+    # Crash recovery discards the statistics and resets them, whether the postmaster restarted
+    # or reinitialized; a clean start reads them back, reset time included.
+    "CAST(EXTRACT(EPOCH FROM pg_catalog.pg_stat_get_bgwriter_stat_reset_time()) * 1000000 "
+    "AS bigint), "
     "pg_catalog.pg_stat_get_bgwriter_stat_reset_time() >= "
     "pg_catalog.pg_postmaster_start_time(), "
     "CAST((SELECT system_identifier FROM pg_catalog.pg_control_system()) AS text) "
@@ -71,6 +77,7 @@ class Epoch:
     now: int
     identity: str
     started: int  # the server's start
+    reset: int  # the statistics' reset time (unix us)
     since: int  # the epoch's start: the database holds every commit made since
     grace: int  # the end of the grace after the last possible loss; 0 for none
     # False while another session records a loss (its new launch not visible yet)
@@ -78,11 +85,12 @@ class Epoch:
 
     @property
     def cause(self) -> str:
-        if self.since == self.started:
+        if self.since in (self.started, self.reset // 1000):
             return (
                 f"the coordination database restarted through crash recovery ({self.identity}: "
-                "system identifier / timeline / database OID unchanged; a crash, or a restored "
-                "snapshot of a running server's disk)"
+                "system identifier / timeline / database OID unchanged; a crash of the server "
+                "or of one backend, a restored snapshot of a running server's disk, or "
+                "pg_stat_reset_shared('bgwriter'))"
             )
         return (
             f"the coordination database changed (now {self.identity}: system identifier / "
@@ -97,13 +105,14 @@ def observe(database: Database, horizon_ms: int = 0) -> Epoch | None:
     lease ttl): a loss may take the record of a ttl with the claims that used it."""
     if database.vendor != "postgresql":
         return None
-    now, started, recovered, value = database.execute(_CURRENT).rows[0]
+    now, started, reset, recovered, value = database.execute(_CURRENT).rows[0]
     identity = text(value)
     if identity.endswith("/standby"):
         return None
-    epoch = _recorded(database, identity, int(now), int(started))
+    current = Epoch(int(now), identity, int(started), int(reset), 0, 0)
+    epoch = _recorded(database, current)
     if epoch is None:
-        epoch = _record(database, identity, int(now), int(started), bool(recovered), horizon_ms)
+        epoch = _record(database, current, bool(recovered), horizon_ms)
     return epoch
 
 
@@ -136,30 +145,46 @@ def may_renew(database: Database, expires_ms: int) -> bool:
     return epoch is None or epoch.now >= epoch.grace or expires_ms >= epoch.since + CLOCK_SLACK_MS
 
 
-def _recorded(database: Database, identity: str, now: int, started: int) -> Epoch | None:
-    """The recorded epoch of ``identity``; None where it is not recorded or the server
-    restarted since."""
+def _recorded(database: Database, current: Epoch, stale: bool = False) -> Epoch | None:
+    """The recorded epoch of ``current.identity``; None where it is not recorded, or (unless
+    ``stale``) the server restarted or the statistics were reset since."""
+    identity = current.identity
     rows = database.execute(
-        "SELECT name, value FROM idfields_counter WHERE name IN (%s, %s)",
-        [PREFIX + identity, EPOCH + identity],
+        "SELECT name, value FROM idfields_counter WHERE name IN (%s, %s, %s)",
+        [PREFIX + identity, EPOCH + identity, RESET + identity],
     ).rows
     values = {text(name): int(value) for name, value in rows}
     grace, since = values.get(PREFIX + identity), values.get(EPOCH + identity)
-    if grace is None or since is None or since < started:
+    if grace is None or since is None:
         return None
-    return Epoch(now, identity, started, since, grace)
+    if not stale and (since < current.started or values.get(RESET + identity) != current.reset):
+        return None
+    return Epoch(current.now, identity, current.started, current.reset, since, grace)
 
 
-def _record(
-    database: Database, identity: str, now: int, started: int, recovered: bool, horizon_ms: int
-) -> Epoch:
-    """A new epoch: the identity first recorded, changed, or the server restarted; a loss
-    where the identity changed or the server came up through crash recovery.
+def _lossy_since(database: Database, current: Epoch, recovered: bool) -> int | None:
+    """Where the recorded epoch of a known identity is stale: the new epoch's start when it
+    may have lost commits (crash recovery, or a reset time other than the recorded one), else
+    None."""
+    rows = database.execute(
+        "SELECT value FROM idfields_counter WHERE name = %s", [RESET + current.identity]
+    ).rows
+    reset_changed = bool(rows) and int(rows[0][0]) != current.reset
+    if recovered or reset_changed:
+        return max(current.started, current.reset // 1000)
+    return None
+
+
+def _record(database: Database, current: Epoch, recovered: bool, horizon_ms: int) -> Epoch:
+    """A new epoch: the identity first recorded, changed, the server restarted or its
+    statistics reset; a loss where the identity changed, the server came up through crash
+    recovery or the statistics were reset since the last epoch.
 
     One session at a time records an epoch, in one durable transaction under an advisory lock
     (class 1153602333 = lease_lock_key('idfields_epoch'), as the database functions take it,
     maybe for the rest of a transaction of their caller's): a claim never waits for it, and
     assumes the grace the other session records."""
+    identity, now, started = current.identity, current.now, current.started
     key, epoch_key = PREFIX + identity, EPOCH + identity
     with durable(database):
         known = [
@@ -170,17 +195,27 @@ def _record(
         ]
         longest = max(_longest_ttl(database), horizon_ms)
         first = key not in known
-        lossy = recovered or (first and bool(known))
-        since = now if first and known else started
+        lost_since = None if first else _lossy_since(database, current, recovered)
+        lossy = (first and (recovered or bool(known))) or lost_since is not None
+        since = now if first and known else started if lost_since is None else lost_since
         if not database.execute("SELECT pg_try_advisory_xact_lock(1153602333, 0)").rows[0][0]:
-            recorded = _recorded(database, identity, now, 0)
+            recorded = _recorded(database, current, stale=True)
             grace = max(recorded.grace if recorded else 0, since + longest + CLOCK_SLACK_MS)
-            return Epoch(now, identity, started, since, grace if lossy else 0, not lossy)
-        recorded = _recorded(database, identity, now, started)
+            return Epoch(
+                now, identity, started, current.reset, since, grace if lossy else 0, not lossy
+            )
+        recorded = _recorded(database, current)
         if recorded is not None:  # by a session that let the lock go since this one looked
             return recorded
         insert_if_absent(database, "idfields_counter", ("name", "value"), (LAUNCH_COUNTER, 0))
         insert_if_absent(database, "idfields_counter", ("name", "value"), (epoch_key, since))
+        if not insert_if_absent(
+            database, "idfields_counter", ("name", "value"), (RESET + identity, current.reset)
+        ):
+            database.execute(
+                "UPDATE idfields_counter SET value = %s WHERE name = %s",
+                [current.reset, RESET + identity],
+            )
         grace = since + longest + CLOCK_SLACK_MS if lossy else 0
         if lossy:
             how = f"known: {', '.join(sorted(known))}" if first and known else "crash recovery"
@@ -190,13 +225,14 @@ def _record(
             insert_if_absent(database, "idfields_counter", ("name", "value"), (key, grace))
         else:
             database.execute(
-                "UPDATE idfields_counter SET value = %s WHERE name = %s", [started, epoch_key]
+                "UPDATE idfields_counter SET value = GREATEST(value, %s) WHERE name = %s",
+                [since, epoch_key],
             )
             database.execute(
                 "UPDATE idfields_counter SET value = GREATEST(value, %s) WHERE name = %s",
                 [grace, key],
             )
-        epoch = _recorded(database, identity, now, started)
+        epoch = _recorded(database, current)
     assert epoch is not None  # recorded just now
     return epoch
 

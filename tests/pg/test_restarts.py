@@ -41,7 +41,9 @@ def cluster() -> Iterator[Cluster]:
         yield made
 
 
-def _prepared(cluster: Cluster, name: str, nodes: object = None) -> str:
+def _prepared(
+    cluster: Cluster, name: str, nodes: object = None, ttl_s: float = HOLDER_TTL_S
+) -> str:
     """A database with the tables, the functions and launch 1, its identity and the lease ttl
     of the deploy recorded by earlier claims, and its server start: the state of a live
     deployment."""
@@ -50,7 +52,7 @@ def _prepared(cluster: Cluster, name: str, nodes: object = None) -> str:
     try:
         record_launch(database, "v1")
         DecimalSource(database).acquire(DECIMAL)
-        with process(LeaseSource(database, ttl_s=HOLDER_TTL_S), "snowflake") as earlier:
+        with process(LeaseSource(database, ttl_s=ttl_s), "snowflake") as earlier:
             earlier()
     finally:
         database.close()
@@ -160,7 +162,6 @@ def test_a_process_after_a_restored_disk_snapshot_never_takes_a_live_processs_no
         second_db.close()
     firsts += more
     twice = len(set(firsts) & set(seconds))
-    print("DEBUG", len(firsts), len(seconds), firsts[:1], firsts[-1:], seconds[:1], seconds[-1:])
     assert seconds, "the second process never issued: the grace did not end"
     assert twice == 0, f"{twice} of the second process's {len(seconds)} IDs were the first's"
 

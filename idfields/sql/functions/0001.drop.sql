@@ -80,7 +80,7 @@ DROP FUNCTION IF EXISTS idfields.session_sequence(text, text);
 DROP TYPE IF EXISTS idfields.geometry;
 DROP FUNCTION IF EXISTS idfields.commit_durably();
 DROP FUNCTION IF EXISTS idfields.database_epoch(bigint);
-DROP FUNCTION IF EXISTS idfields.record_epoch(text, bigint, boolean, bigint);
+DROP FUNCTION IF EXISTS idfields.record_epoch(text, bigint, bigint, boolean, bigint);
 DROP FUNCTION IF EXISTS idfields.record_change_launch(text);
 DROP FUNCTION IF EXISTS idfields.raise_node_fence(integer, integer, bigint);
 DROP FUNCTION IF EXISTS idfields.node_fence_ms(integer, integer);

@@ -197,9 +197,14 @@ AS $$ SELECT pg_catalog.to_regclass('@lease_schema@.idfields_node_lease') $$;
 -- is since when it holds every commit: the server's start when the identity is first recorded
 -- or the server restarted since, the time it was first seen when the identity changed (a
 -- promoted standby, a restore, a copy). 'identity:<identity>' is the end of the grace after its
--- last possible loss, 0 for none. A restart through crash recovery counts as a loss: a restored
--- snapshot of a running server's disk keeps the identity, and so does a crash that lost a
--- rolled-back transaction's durable fence. A clean restart does not.
+-- last possible loss, 0 for none. 'reset:<identity>' is the statistics' reset time
+-- (pg_stat_bgwriter.stats_reset, unix us) the epoch began with: crash recovery discards the
+-- statistics and sets a new one, whether the postmaster restarted or only reinitialized after
+-- one backend's crash, and a clean restart keeps it. A new one counts as a loss, seen at once
+-- or after later clean restarts: a restored snapshot of a running server's disk keeps the
+-- identity, and so does a crash that lost a rolled-back transaction's durable fence. A clean
+-- restart alone does not. pg_stat_reset_shared('bgwriter') (superusers, and roles granted it)
+-- sets a new one too, and costs a grace.
 
 -- Step: a new launch for DecimalId when any launch is recorded, as record_launch() takes it
 -- (the 'launch' counter and max(id) + 1): generator ids of the older launches that the database
@@ -233,20 +238,24 @@ END
 $$;
 
 -- Step: record a new epoch of the database known as identity, its server started at started
--- (unix ms): the identity first recorded, changed (the epoch starts now) or restarted. Where it
--- changed, or the server came up through crash recovery (recovered), the epoch may have lost
--- commits: a grace of the longest lease recorded (longest) and a second for the clocks from its
--- start, and a new launch for DecimalId. The caller holds the epoch's advisory lock
--- (database_epoch); the epoch row's write skips what another session recorded meanwhile.
+-- (unix ms) and its statistics reset at reset_us (unix us): the identity first recorded,
+-- changed (the epoch starts now), restarted or its statistics reset. Where it changed, came up
+-- through crash recovery (recovered) or its statistics were reset since the last epoch, the
+-- epoch may have lost commits: it starts at the later of the start and the reset, with a grace
+-- of the longest lease recorded (longest) and a second for the clocks, and a new launch for
+-- DecimalId. The caller holds the epoch's advisory lock (database_epoch); what another session
+-- recorded meanwhile is kept.
 CREATE OR REPLACE FUNCTION idfields.record_epoch(
-    identity text, started bigint, recovered boolean, longest bigint
+    identity text, started bigint, reset_us bigint, recovered boolean, longest bigint
 ) RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 AS $$
 DECLARE
     now_ms bigint := idfields.clock_ms();
     known boolean;
+    lossy boolean;
     since bigint;
+    recorded_reset bigint;
 BEGIN
     IF NOT EXISTS (SELECT FROM @lease_schema@.idfields_counter AS c
                    WHERE c.name = 'identity:' || identity) THEN
@@ -261,19 +270,30 @@ BEGIN
             END IF;
             INSERT INTO @lease_schema@.idfields_counter (name, value)
             VALUES ('identity:' || identity,
-                CASE WHEN known OR recovered THEN since + longest + 1000 ELSE 0 END)
+                CASE WHEN known OR recovered THEN since + longest + 1000 ELSE 0 END),
+                ('reset:' || identity, reset_us)
             ON CONFLICT (name) DO NOTHING;
         END IF;
         RETURN;
     END IF;
-    INSERT INTO @lease_schema@.idfields_counter (name, value) VALUES ('epoch:' || identity, 0)
-    ON CONFLICT (name) DO NOTHING;
-    UPDATE @lease_schema@.idfields_counter AS c SET value = started
-    WHERE c.name = 'epoch:' || identity AND c.value < started;
-    IF FOUND AND recovered THEN
+    SELECT max(c.value) FILTER (WHERE c.name = 'epoch:' || identity),
+        max(c.value) FILTER (WHERE c.name = 'reset:' || identity)
+    INTO since, recorded_reset
+    FROM @lease_schema@.idfields_counter AS c
+    WHERE c.name IN ('epoch:' || identity, 'reset:' || identity);
+    IF since >= started AND recorded_reset = reset_us THEN
+        RETURN;  -- recorded by another session since the caller looked
+    END IF;
+    lossy := recovered OR COALESCE(recorded_reset <> reset_us, false);
+    since := CASE WHEN lossy THEN GREATEST(started, reset_us / 1000) ELSE started END;
+    INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
+    VALUES ('epoch:' || identity, since), ('reset:' || identity, reset_us)
+    ON CONFLICT (name) DO UPDATE SET value = CASE WHEN c.name LIKE 'epoch:%'
+        THEN GREATEST(c.value, excluded.value) ELSE excluded.value END;
+    IF lossy THEN
         PERFORM idfields.record_change_launch(identity || ' restarted');
         UPDATE @lease_schema@.idfields_counter AS c
-        SET value = GREATEST(c.value, started + longest + 1000)
+        SET value = GREATEST(c.value, since + longest + 1000)
         WHERE c.name = 'identity:' || identity;
     END IF;
 END
@@ -294,19 +314,24 @@ AS $$
 DECLARE
     identity text;
     started bigint;
+    reset_us bigint;
     recovered boolean;
     since bigint;
+    recorded_reset bigint;
     longest bigint;
     known boolean;
+    lossy boolean;
 BEGIN
     settled := true;
     FOR attempt IN 1..2 LOOP
-        SELECT s.identity, s.started, s.recovered,
+        SELECT s.identity, s.started, s.reset_us, s.recovered,
             max(c.value) FILTER (WHERE c.name = 'identity:' || s.identity),
             max(c.value) FILTER (WHERE c.name = 'epoch:' || s.identity),
+            max(c.value) FILTER (WHERE c.name = 'reset:' || s.identity),
             GREATEST(horizon_ms, max(c.value) FILTER (WHERE c.name = 'lease ttl ms')),
             COALESCE(pg_catalog.bool_or(c.name LIKE 'identity:%'), false)
-        INTO identity, started, recovered, until_ms, since, longest, known
+        INTO identity, started, reset_us, recovered, until_ms, since, recorded_reset, longest,
+            known
         FROM (SELECT (SELECT p.system_identifier FROM pg_catalog.pg_control_system() AS p)::text
                   || '/' || ('x' || pg_catalog.substr(pg_catalog.pg_walfile_name(
                       pg_catalog.pg_current_wal_lsn()), 1, 8))::bit(32)::bigint || '/'
@@ -314,23 +339,29 @@ BEGIN
                       WHERE d.datname = pg_catalog.current_database()) AS identity,
                   CAST(EXTRACT(EPOCH FROM pg_catalog.pg_postmaster_start_time()) * 1000
                       AS bigint) AS started,
-                  -- Crash recovery discards the statistics, and resets them as the server
-                  -- starts; a clean start reads them back, reset time included.
+                  -- Crash recovery discards the statistics and resets them, whether the
+                  -- postmaster restarted or reinitialized; a clean start reads them back,
+                  -- reset time included.
+                  CAST(EXTRACT(EPOCH FROM pg_catalog.pg_stat_get_bgwriter_stat_reset_time())
+                      * 1000000 AS bigint) AS reset_us,
                   pg_catalog.pg_stat_get_bgwriter_stat_reset_time()
                       >= pg_catalog.pg_postmaster_start_time() AS recovered) AS s
         LEFT JOIN @lease_schema@.idfields_counter AS c
-            ON c.name IN ('identity:' || s.identity, 'epoch:' || s.identity, 'lease ttl ms')
+            ON c.name IN ('identity:' || s.identity, 'epoch:' || s.identity,
+                          'reset:' || s.identity, 'lease ttl ms')
             OR c.name LIKE 'identity:%'
-        GROUP BY s.identity, s.started, s.recovered;
-        EXIT WHEN until_ms IS NOT NULL AND since >= started;
+        GROUP BY s.identity, s.started, s.reset_us, s.recovered;
+        EXIT WHEN until_ms IS NOT NULL AND since >= started AND recorded_reset = reset_us;
         IF NOT pg_catalog.pg_try_advisory_xact_lock(1153602333, 0) THEN  -- being recorded
-            settled := NOT (recovered OR (until_ms IS NULL AND known));
+            lossy := recovered OR COALESCE(recorded_reset <> reset_us, false);
+            settled := NOT (lossy OR (until_ms IS NULL AND known));
             until_ms := GREATEST(until_ms, CASE
                 WHEN until_ms IS NULL AND known THEN idfields.clock_ms() + longest + 1000
-                WHEN recovered THEN started + longest + 1000 ELSE 0 END);
+                WHEN lossy THEN GREATEST(started, reset_us / 1000) + longest + 1000
+                ELSE 0 END);
             RETURN;
         END IF;
-        PERFORM idfields.record_epoch(identity, started, recovered, longest);
+        PERFORM idfields.record_epoch(identity, started, reset_us, recovered, longest);
     END LOOP;
 END
 $$;
@@ -1722,7 +1753,8 @@ REVOKE ALL ON FUNCTION
     idfields.raise_node_fence(integer, integer, bigint), idfields.commit_durably(),
     idfields.decimal_cover_generator(integer, bigint),
     idfields.decimal_take_generator(integer, integer, bigint),
-    idfields.record_change_launch(text), idfields.record_epoch(text, bigint, boolean, bigint),
+    idfields.record_change_launch(text),
+    idfields.record_epoch(text, bigint, bigint, boolean, bigint),
     idfields.database_epoch(bigint)
     FROM PUBLIC;
 
