@@ -13,7 +13,9 @@ invariants are those of docs/explanation/lease-protocol.md.
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -373,22 +375,39 @@ class LeaseProtocolOnARestartingServer(LeaseProtocolOnAForgetfulDatabase):
         self.cluster.ready()
         self.forgetful.repoint(self.forgetful.inner.target)
 
-    @rule(which=st.integers(0, 3))
-    def restarts_without_its_recent_past(self, which: int) -> None:
-        """A crash, and the tables back as they were at a snapshot, before any client is in."""
+    @rule(
+        which=st.integers(0, 3),
+        how=st.sampled_from(["crash", "crash, clean restart", "one backend killed"]),
+    )
+    def restarts_without_its_recent_past(self, which: int, how: str) -> None:
+        """Crash recovery, and the tables back as they were at a snapshot, before any client
+        is in (a restored disk snapshot, or a crash that lost a suffix of asynchronous
+        commits): after a crash of the server, after a crash and a clean restart, or after
+        one backend's crash (``kill -9``; the postmaster stays up and reinitializes)."""
         if not self.snapshots:
             return
-        rows = self.snapshots[min(which, len(self.snapshots) - 1)]
-        self.cluster.stop("immediate")
-        self.cluster.start()
+        if how == "one backend killed":
+            with self.cluster.connect("postgres") as conn:
+                pid = int(conn.execute("SELECT pg_backend_pid()").fetchall()[0][0])
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)  # the postmaster ends every backend and starts crash recovery
+        else:
+            self.cluster.stop("immediate")
+            self.cluster.start()
         self.cluster.ready()
         self.forgetful.repoint(self.forgetful.inner.target)
+        rows = self.snapshots[min(which, len(self.snapshots) - 1)]
         with self.forgetful.atomic():
             for table, table_rows in rows.items():
                 self.forgetful.execute(f"DELETE FROM {table}")  # noqa: S608
                 for row in table_rows:
                     marks = ", ".join(["%s"] * len(row))
                     self.forgetful.execute(f"INSERT INTO {table} VALUES ({marks})", row)  # noqa: S608
+        if how == "crash, clean restart":
+            self.cluster.stop("fast")
+            self.cluster.start()
+            self.cluster.ready()
+            self.forgetful.repoint(self.forgetful.inner.target)
 
 
 @pytest.fixture
