@@ -16,6 +16,7 @@ from idfields.coordination._counters import (
 )
 from idfields.coordination._database import VENDORS, Database, Result
 from idfields.coordination._decimal import DecimalSource, decimal_fields
+from idfields.coordination._identity import set_lease_ttl_ceiling
 from idfields.coordination._leases import LeaseInfo, LeaseSource, free_dead_holders, list_leases
 from idfields.coordination._runids import RunIdSource
 
@@ -36,4 +37,5 @@ __all__ = [
     "list_leases",
     "next_value",
     "record_launch",
+    "set_lease_ttl_ceiling",
 ]

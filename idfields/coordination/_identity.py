@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from idfields.coordination._counters import LAUNCH_COUNTER, record_launch_here
 from idfields.coordination._database import Database, durable, insert_if_absent, text
-from idfields.errors import NodeError
+from idfields.errors import InvalidArgument, NodeError
 
 logger = logging.getLogger("idfields.coordination")
 
@@ -47,6 +47,9 @@ PREFIX = "identity:"
 EPOCH = "epoch:"
 RESET = "reset:"
 LONGEST_TTL = "lease ttl ms"
+CEILING = "lease ttl ceiling ms"
+# The longest lease ttl a claim may use where the database records no ceiling: the default ttl.
+DEFAULT_CEILING_MS = 60_000
 CHANGE_LABEL = "idfields: coordination database changed"
 # Clocks may disagree with the server's by this much: a grace ends, and a renewal across an
 # epoch's start holds, a second later than the server's clock alone would say.
@@ -123,6 +126,15 @@ def settled(database: Database, ttl_ms: int) -> int:
     epoch = observe(database, ttl_ms)
     if epoch is None:
         return 0
+    ceiling = ttl_ceiling_ms(database)
+    if ttl_ms > ceiling:
+        raise InvalidArgument(
+            f"lease ttl_s={ttl_ms / 1000:g} is longer than the coordination database's lease "
+            f"ttl ceiling, {ceiling / 1000:g} s: a restore or a crash may lose the record of a "
+            "longer ttl, and the grace after it covers the ceiling. Give a ttl up to the "
+            "ceiling, or raise it first with idfields.coordination.set_lease_ttl_ceiling"
+            "(database, seconds) (docs/how-to/high-availability.md)"
+        )
     _raise_longest_ttl(database, ttl_ms)
     until = epoch.grace
     if epoch.now < until:
@@ -193,7 +205,7 @@ def _record(database: Database, current: Epoch, recovered: bool, horizon_ms: int
                 "SELECT name FROM idfields_counter WHERE name LIKE %s", [PREFIX + "%"]
             ).rows
         ]
-        longest = max(_longest_ttl(database), horizon_ms)
+        longest = max(_longest_ttl(database), horizon_ms, ttl_ceiling_ms(database))
         first = key not in known
         lost_since = None if first else _lossy_since(database, current, recovered)
         lossy = (first and (recovered or bool(known))) or lost_since is not None
@@ -252,6 +264,34 @@ def _longest_ttl(database: Database) -> int:
         "SELECT value FROM idfields_counter WHERE name = %s", [LONGEST_TTL]
     ).rows
     return int(rows[0][0]) if rows else 0
+
+
+def ttl_ceiling_ms(database: Database) -> int:
+    """The longest lease ttl a claim may use (ms). A loss that may take the record of the
+    longest ttl used with it (a restore, a crash under asynchronous commit) leaves this bound,
+    recorded before, which every grace covers."""
+    rows = database.execute("SELECT value FROM idfields_counter WHERE name = %s", [CEILING]).rows
+    return int(rows[0][0]) if rows else DEFAULT_CEILING_MS
+
+
+def set_lease_ttl_ceiling(database: Database, ttl_s: float) -> None:
+    """Record the longest lease ttl that claims on this PostgreSQL database may use (default:
+    60 s, the default ttl). After a possible loss of commits, new claims wait this long, or
+    the longest ttl recorded where that is longer: set it to the longest ttl your deploys use.
+    Raise it before a deploy with a longer ttl starts; a restore to a point before the raise
+    brings back the lower ceiling, so raise it there again before any process starts."""
+    if not 0.003 <= ttl_s <= 86_400:
+        raise InvalidArgument(
+            f"lease ttl ceiling ttl_s={ttl_s!r} is out of range; give 0.003..86400 seconds"
+        )
+    ceiling_ms = round(ttl_s * 1000)
+    with durable(database):
+        if not insert_if_absent(
+            database, "idfields_counter", ("name", "value"), (CEILING, ceiling_ms)
+        ):
+            database.execute(
+                "UPDATE idfields_counter SET value = %s WHERE name = %s", [ceiling_ms, CEILING]
+            )
 
 
 def _raise_longest_ttl(database: Database, ttl_ms: int) -> None:

@@ -33,7 +33,7 @@ def promoted() -> Iterator[tuple[Cluster, Cluster]]:
     with cluster_root() as root:
         primary = Cluster(root, "primary").init()
         primary.start()
-        url = primary.url(primary.database(NAME, nodes=(0, 0)))
+        url = primary.url(primary.database(NAME, nodes=(0, 0), ttl_ceiling_s=TTL_S))
         database = DbApiDatabase("postgresql", url)
         record_launch(database, "v1")
         DecimalSource(database).acquire(DECIMAL)  # records the identity

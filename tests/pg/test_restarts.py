@@ -42,12 +42,16 @@ def cluster() -> Iterator[Cluster]:
 
 
 def _prepared(
-    cluster: Cluster, name: str, nodes: object = None, ttl_s: float = HOLDER_TTL_S
+    cluster: Cluster,
+    name: str,
+    nodes: object = None,
+    ttl_s: float = HOLDER_TTL_S,
+    ceiling_s: float = 4 * TTL_S,
 ) -> str:
-    """A database with the tables, the functions and launch 1, its identity and the lease ttl
-    of the deploy recorded by earlier claims, and its server start: the state of a live
-    deployment."""
-    url = cluster.url(cluster.database(name, nodes=nodes))
+    """A database with the tables, the functions, the lease ttl ceiling and launch 1, its
+    identity and the lease ttl of the deploy recorded by earlier claims, and its server start:
+    the state of a live deployment."""
+    url = cluster.url(cluster.database(name, nodes=nodes, ttl_ceiling_s=ceiling_s))
     database = DbApiDatabase("postgresql", url)
     try:
         record_launch(database, "v1")
@@ -230,7 +234,7 @@ def test_a_rolled_back_run_ahead_lost_in_a_crash_is_not_repeated(cluster: Cluste
     than the run-ahead, or a clock set back by it). With the fence lost, its first 20,000 IDs
     were the rolled-back run's."""
     name = "run_ahead"
-    cluster.database(name, nodes=(0, 0))
+    cluster.database(name, nodes=(0, 0), ttl_ceiling_s=TTL_S)
     with cluster.connect(name) as conn:
         conn.execute("CHECKPOINT")
         conn.execute("BEGIN")

@@ -36,6 +36,10 @@ def blue_green(postgres_url: str) -> Iterator[tuple[str, str]]:
         with psycopg.connect(**databases.DbUrl.parse(blue).psycopg_kwargs()) as conn:
             conn.execute(TABLES)
             conn.execute(sql.load(sql.VERSION, nodes=(0, 0)).encode())
+            conn.execute(
+                "INSERT INTO idfields_counter (name, value) VALUES (%s, %s)",
+                ["lease ttl ceiling ms", round(TTL_S * 1000)],
+            )
             conn.commit()
         yield blue, green
 

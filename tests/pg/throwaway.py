@@ -206,13 +206,19 @@ class Cluster:
     def connect(self, dbname: str) -> psycopg.Connection[Any]:
         return psycopg.connect(self.url(dbname), autocommit=True, connect_timeout=10)
 
-    def database(self, name: str, nodes: object = None) -> str:
-        """A new database with the idfields tables and functions (on ``nodes``)."""
+    def database(self, name: str, nodes: object = None, ttl_ceiling_s: float | None = None) -> str:
+        """A new database with the idfields tables and functions (on ``nodes``), and a lease
+        ttl ceiling where given: the grace after a loss covers it (the default: 60 s)."""
         with self.connect("postgres") as conn:
             conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
         with self.connect(name) as conn:
             conn.execute(TABLES)
             conn.execute(sql.load(sql.VERSION, nodes=nodes).encode())
+            if ttl_ceiling_s is not None:
+                conn.execute(
+                    "INSERT INTO idfields_counter (name, value) VALUES (%s, %s)",
+                    ["lease ttl ceiling ms", round(ttl_ceiling_s * 1000)],
+                )
         return name
 
 

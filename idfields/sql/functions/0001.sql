@@ -328,7 +328,10 @@ BEGIN
             max(c.value) FILTER (WHERE c.name = 'identity:' || s.identity),
             max(c.value) FILTER (WHERE c.name = 'epoch:' || s.identity),
             max(c.value) FILTER (WHERE c.name = 'reset:' || s.identity),
-            GREATEST(horizon_ms, max(c.value) FILTER (WHERE c.name = 'lease ttl ms')),
+            -- The ceiling on app ttls (the default ttl where none is recorded) bounds a ttl
+            -- whose record the loss took with it.
+            GREATEST(horizon_ms, max(c.value) FILTER (WHERE c.name = 'lease ttl ms'),
+                COALESCE(max(c.value) FILTER (WHERE c.name = 'lease ttl ceiling ms'), 60000)),
             COALESCE(pg_catalog.bool_or(c.name LIKE 'identity:%'), false)
         INTO identity, started, reset_us, recovered, until_ms, since, recorded_reset, longest,
             known
@@ -348,7 +351,7 @@ BEGIN
                       >= pg_catalog.pg_postmaster_start_time() AS recovered) AS s
         LEFT JOIN @lease_schema@.idfields_counter AS c
             ON c.name IN ('identity:' || s.identity, 'epoch:' || s.identity,
-                          'reset:' || s.identity, 'lease ttl ms')
+                          'reset:' || s.identity, 'lease ttl ms', 'lease ttl ceiling ms')
             OR c.name LIKE 'identity:%'
         GROUP BY s.identity, s.started, s.reset_us, s.recovered;
         EXIT WHEN until_ms IS NOT NULL AND since >= started AND recorded_reset = reset_us;

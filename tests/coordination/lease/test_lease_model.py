@@ -263,8 +263,14 @@ class LeaseProtocolOnAForgetfulDatabase(LeaseProtocol):
         self.snapshots: list[dict[str, list[tuple[object, ...]]]] = []
         self.forgetful.repoint(self.copies.new({}))
         super().__init__()
-        # A past deploy, which recorded the database's identity and the longest lease ttl.
-        earlier = LeaseSource(self.forgetful, ttl_s=max(TTLS_S), holder=f"{self.token}-earlier")
+        # The lease ttl ceiling, and a past deploy, which recorded the database's identity and
+        # its lease ttl, shorter than the ones after it: a snapshot loses their record.
+        with self.forgetful.atomic():
+            self.forgetful.execute(
+                "INSERT INTO idfields_counter (name, value) VALUES (%s, %s)",
+                ["lease ttl ceiling ms", round(max(TTLS_S) * 1000)],
+            )
+        earlier = LeaseSource(self.forgetful, ttl_s=min(TTLS_S), holder=f"{self.token}-earlier")
         release = earlier.acquire(self.layout).release
         assert release is not None
         release(0)
