@@ -233,6 +233,7 @@ class EpochScenario:
     grace: int = 0  # offset; 0: no grace recorded
     app: int | str = 0
     backend: int | str = 0
+    reset: int = 0  # the recorded statistics' reset time, in us off the server's
 
 
 OTHER = "6000000000000000000/1/1"
@@ -243,6 +244,12 @@ EPOCH_SCENARIOS = [
     EpochScenario("a grace running", "own", since=-5_000, grace=30_000, app=WAITS, backend=WAITS),
     EpochScenario("a grace ended", "own", since=-30_000, grace=-100),
     EpochScenario("recorded before a clean restart", "own", since=-(10**9)),
+    # Crash recovery the server's start does not show (one backend's crash, or a crash and a
+    # clean restart since the epoch was recorded), at the server's reset time: long enough ago
+    # here that every lease it may have lost has ended (tests/pg/test_unseen_recoveries.py
+    # waits after a recent one).
+    EpochScenario("statistics reset since, long ago", "own", reset=-1),
+    EpochScenario("statistics reset, then a clean restart", "own", since=-(10**9), reset=-1),
 ]
 
 
@@ -260,7 +267,7 @@ def scratch(postgres_url: str) -> Iterator[DbUrl]:
 def epoch_rows(conn: psycopg.Connection[Any], scenario: EpochScenario) -> tuple[int, bool]:
     """The scenario's rows written; (the server's clock, whether its start counts as a crash
     recovery)."""
-    now, started, recovered, identity = conn.execute(_identity._CURRENT).fetchone() or ()
+    now, started, reset, recovered, identity = conn.execute(_identity._CURRENT).fetchone() or ()
     if scenario.identity is not None:
         name = identity if scenario.identity == "own" else scenario.identity
         if isinstance(name, bytes):
@@ -268,8 +275,11 @@ def epoch_rows(conn: psycopg.Connection[Any], scenario: EpochScenario) -> tuple[
         since = started if scenario.since is None else now + scenario.since
         grace = 0 if not scenario.grace else now + scenario.grace
         conn.execute(
-            "INSERT INTO idfields_counter (name, value) VALUES (%s, %s), (%s, %s)",
-            [f"epoch:{name}", since, f"identity:{name}", grace],
+            "INSERT INTO idfields_counter (name, value) VALUES (%s, %s), (%s, %s), (%s, %s)",
+            [
+                *(f"epoch:{name}", since, f"identity:{name}", grace),
+                *(f"reset:{name}", reset + scenario.reset),
+            ],
         )
     return int(now), bool(recovered)
 
