@@ -1,0 +1,48 @@
+"""The lease ttl ceiling (L11): the longest ttl an app claim on PostgreSQL may use, recorded
+before any longer one is used, so that the grace after a loss covers the ttls of processes
+whose record the loss took with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import databases
+import psycopg
+import pytest
+from dbapi_database import DbApiDatabase
+
+from idfields import sql
+from idfields.coordination import LeaseSource, set_lease_ttl_ceiling
+from idfields.errors import InvalidArgument
+from idfields.layouts import get_layout
+from tests.pg.conftest import TABLES
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def database(postgres_url: str) -> Iterator[DbApiDatabase]:
+    with databases.scratch_database(postgres_url) as url:
+        kwargs = databases.DbUrl.parse(url).psycopg_kwargs()
+        with psycopg.connect(**kwargs, autocommit=True) as conn:
+            conn.execute(TABLES)
+            conn.execute(sql.load(sql.VERSION).encode())
+        made = DbApiDatabase("postgresql", url)
+        yield made
+        made.close()
+
+
+def test_a_ttl_above_the_ceiling_is_refused_naming_the_fix(database: DbApiDatabase) -> None:
+    """60 s where none is recorded: a 61 s claim is refused, a raise lets it claim."""
+    with pytest.raises(InvalidArgument, match=r"ceiling, 60 s.*set_lease_ttl_ceiling"):
+        LeaseSource(database, ttl_s=61).acquire(get_layout("snowflake"))
+    set_lease_ttl_ceiling(database, 61)
+    lease = LeaseSource(database, ttl_s=61).acquire(get_layout("snowflake"))
+    assert lease.release is not None
+    lease.release(0)
+
+
+@pytest.mark.parametrize("ttl_s", [0, -1, 86_401])
+def test_a_ceiling_out_of_range_is_refused(database: DbApiDatabase, ttl_s: float) -> None:
+    with pytest.raises(InvalidArgument, match=r"0\.003\.\.86400 seconds"):
+        set_lease_ttl_ceiling(database, ttl_s)
