@@ -23,11 +23,12 @@ the identity is first recorded or the server restarted since, the statistics' re
 later and was a loss; the time the identity was first seen when it changed), ``reset:<identity>``,
 the statistics' reset time the epoch began with (unix us), and ``identity:<identity>``, the end of
 the grace after its last possible loss (0: none yet). The first claim to see an epoch that may have
-lost commits records it with a grace of the longest lease any claim recorded plus a second for the
-clocks, from the epoch's start: no lease is claimed before it ends, as Chubby and etcd wait out the
-longest lease after a leader change, and every claim starts after it. A holder of a lease the
-database forgot stops at its next renewal, and a lease that may have lapsed before the epoch began
-is not renewed (:func:`may_renew`). DecimalId moves to a new launch at once
+lost commits records it with a grace of the longest lease any claim recorded, at least the ceiling
+on every ttl (:func:`ttl_ceiling_ms`: the loss may have taken a longer ttl's record with it), plus
+a second for the clocks, from the epoch's start: no lease is claimed before it ends, as Chubby and
+etcd wait out the longest lease after a leader change, and every claim starts after it. A holder of
+a lease the database forgot stops at its next renewal, and a lease that may have lapsed before the
+epoch began is not renewed (:func:`may_renew`). DecimalId moves to a new launch at once
 (:func:`record_change_launch`): generator ids the database forgot may be in use under the old one.
 The database functions keep the same rule in ``idfields.database_epoch()``.
 """
