@@ -449,7 +449,9 @@ def test_no_two_issuers_share_a_tick_when_the_server_restarts_without_its_past(
     restarting_server: Repointed,
 ) -> None:
     """100 examples of 20 steps: with a restart that ignored the commits it lost, it found a
-    second process claiming the first's node behind the lost claim (25 of 12 did not)."""
+    second process claiming the first's node behind the lost claim (25 of 12 did not); with
+    epochs known by the server's start alone, it found the same after a crash and a clean
+    restart (in 6 minutes)."""
     case = LeaseProtocolOnARestartingServer.TestCase
     case.settings = settings(
         max_examples=100, stateful_step_count=20, deadline=None, derandomize=True
