@@ -13,9 +13,7 @@ invariants are those of docs/explanation/lease-protocol.md.
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -381,25 +379,19 @@ class LeaseProtocolOnARestartingServer(LeaseProtocolOnAForgetfulDatabase):
         self.cluster.ready()
         self.forgetful.repoint(self.forgetful.inner.target)
 
-    @rule(
-        which=st.integers(0, 3),
-        how=st.sampled_from(["crash", "crash, clean restart", "one backend killed"]),
-    )
+    @rule(which=st.integers(0, 3), how=st.sampled_from(["crash", "crash, clean restart"]))
     def restarts_without_its_recent_past(self, which: int, how: str) -> None:
         """Crash recovery, and the tables back as they were at a snapshot, before any client
         is in (a restored disk snapshot, or a crash that lost a suffix of asynchronous
-        commits): after a crash of the server, after a crash and a clean restart, or after
-        one backend's crash (``kill -9``; the postmaster stays up and reinitializes)."""
+        commits): after a crash of the server, or after a crash and a clean restart. Not
+        one backend's crash (``kill -9``; the postmaster reinitializes): libfaketime does not
+        fake the statistics' reset time that crash recovery stamps without a new postmaster (it
+        reads the host's clock), so the model's clock cannot follow it;
+        tests/pg/test_unseen_recoveries.py holds that one on the host's clock."""
         if not self.snapshots:
             return
-        if how == "one backend killed":
-            with self.cluster.connect("postgres") as conn:
-                pid = int(conn.execute("SELECT pg_backend_pid()").fetchall()[0][0])
-                os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)  # the postmaster ends every backend and starts crash recovery
-        else:
-            self.cluster.stop("immediate")
-            self.cluster.start()
+        self.cluster.stop("immediate")
+        self.cluster.start()
         self.cluster.ready()
         self.forgetful.repoint(self.forgetful.inner.target)
         rows = self.snapshots[min(which, len(self.snapshots) - 1)]
@@ -457,3 +449,41 @@ def test_no_two_issuers_share_a_tick_when_the_server_restarts_without_its_past(
         max_examples=100, stateful_step_count=20, deadline=None, derandomize=True
     )
     case().runTest()
+
+
+@pytest.mark.slow
+@pytest.mark.postgres
+@pytest.mark.cluster
+@available
+@pytest.mark.skipif(not FAKETIME.exists(), reason=NEEDS["faketime"])
+@pytest.mark.parametrize(
+    ("how", "newcomer_ttl", "wait_ms"),
+    [("crash, clean restart", 9.0, 1), ("crash", 1.0, 3000)],
+    ids=["crash then clean restart", "a longer ttl's record lost"],
+)
+def test_the_restarting_server_model_replays_each_unseen_loss(
+    restarting_server: Repointed, how: str, newcomer_ttl: float, wait_ms: int
+) -> None:
+    """The model's steps for losses the review found: a process claims on a 9 s ttl (the
+    snapshot recorded 1 s) and issues, the server loses that claim through ``how``, time
+    passes, a newcomer claims. With epochs known by the server's start alone, the newcomer
+    claimed the first's node after a crash and a clean restart; with a grace of the recorded
+    ttl alone, 3 s after a crash."""
+    machine = LeaseProtocolOnARestartingServer()
+    machine.start(count=1)
+    holder = machine.everyone[0]
+    steps = [
+        lambda: machine.claim(holder, None),
+        lambda: machine.issue(holder, 0),
+        lambda: machine.restarts_without_its_recent_past(0, how),
+        lambda: machine.time_passes(wait_ms),
+        lambda: machine.claim(machine._spawn(0, newcomer_ttl), None),
+    ]
+    try:
+        for step in steps:
+            step()
+            machine.no_two_issuers_share_a_tick()
+            machine.server_clock_follows_the_model()
+        assert holder.window is not None, "the holder never claimed"
+    finally:
+        machine.teardown()
