@@ -142,9 +142,10 @@ def settled(database: Database, ttl_ms: int) -> int:
         raise NodeError(
             f"{epoch.cause}, which may have lost the last lease claims and renewals. Live "
             "processes may still issue on leases it forgot, so no node is claimed for the "
-            f"longest lease ttl, until {until} ms (server clock, "
-            f"{(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. Shorter "
-            "lease ttls shorten the wait (docs/how-to/high-availability.md)"
+            f"longest lease ttl (at least the lease ttl ceiling), until {until} ms (server "
+            f"clock, {(until - epoch.now) / 1000:.1f} s from now); nothing to do but wait. "
+            "Shorter lease ttls under a lower ceiling (set_lease_ttl_ceiling) shorten the wait "
+            "(docs/how-to/high-availability.md)"
         )
     return until
 

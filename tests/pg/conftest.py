@@ -121,7 +121,10 @@ def as_a_database_of_its_own(copy: psycopg.Connection[Any]) -> None:
     if recorded != (0,):  # the source's identity: the copy is another database
         with pytest.raises(psycopg.errors.CannotConnectNow):
             copy.execute("SELECT idfields.next_snowflake()")
-    copy.execute("DELETE FROM idfields_counter WHERE name LIKE 'identity:%' OR name LIKE 'epoch:%'")
+    copy.execute(
+        "DELETE FROM idfields_counter "
+        "WHERE name LIKE 'identity:%' OR name LIKE 'epoch:%' OR name LIKE 'reset:%'"
+    )
 
 
 def install_layouts(pg_kwargs: dict[str, object], *layouts: Layout) -> None:

@@ -270,9 +270,11 @@ BEGIN
             END IF;
             INSERT INTO @lease_schema@.idfields_counter (name, value)
             VALUES ('identity:' || identity,
-                CASE WHEN known OR recovered THEN since + longest + 1000 ELSE 0 END),
-                ('reset:' || identity, reset_us)
+                CASE WHEN known OR recovered THEN since + longest + 1000 ELSE 0 END)
             ON CONFLICT (name) DO NOTHING;
+            INSERT INTO @lease_schema@.idfields_counter AS c (name, value)
+            VALUES ('reset:' || identity, reset_us)
+            ON CONFLICT (name) DO UPDATE SET value = excluded.value;
         END IF;
         RETURN;
     END IF;
@@ -909,8 +911,9 @@ BEGIN
                 USING ERRCODE = '57P03',
                 HINT = 'Live processes may still issue on leases the database forgot (after a '
                        'crash, a restored snapshot, a failover, a restore or a copy): retry '
-                       'once the longest lease ttl and a second have passed since. Shorter '
-                       'lease ttls shorten the wait (docs/how-to/high-availability.md).';
+                       'once the longest lease ttl (at least the lease ttl ceiling) and a '
+                       'second have passed since. Shorter lease ttls under a lower ceiling '
+                       'shorten the wait (docs/how-to/high-availability.md).';
         END IF;
         acquired := now_ms;
         SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,
