@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,6 +46,8 @@ def _kill_one_backend(cluster: Cluster, conn: psycopg.Connection[object]) -> Non
     reinitializes through crash recovery; its start time stays."""
     pid = int(conn.execute("SELECT pg_backend_pid()").fetchone()[0])  # type: ignore[index]
     os.kill(pid, signal.SIGKILL)
+    while Path(f"/proc/{pid}").exists():  # reaped: the postmaster refuses connections from then
+        time.sleep(0.01)
     cluster.ready(timeout_s=30)
 
 
