@@ -329,33 +329,3 @@ def test_each_epoch_scenario_through_both_implementations(
         if not agreed:
             wrong[who] = (got, want, now)
     assert not wrong, f"{scenario.name}: (got, wanted, clock): {wrong}"
-
-
-# The database's epochs (L10, L11): what a claim does after the coordination database may have
-# lost its recent past, by the rows it finds in idfields_counter. Offsets are milliseconds from
-# the server's clock; the server's own start and identity fill in the rows.
-WAITS = "waits"
-
-
-@dataclass(frozen=True)
-class EpochScenario:
-    """The epoch rows a claim finds (None: none), and each claimer's outcome: the earliest
-    millisecond (offset) it issues in, or WAITS for the grace."""
-
-    name: str
-    identity: str | None  # "own", or another database's identity
-    since: int | None = None  # offset; None: the server's start
-    grace: int = 0  # offset; 0: no grace recorded
-    app: int | str = 0
-    backend: int | str = 0
-
-
-OTHER = "6000000000000000000/1/1"
-EPOCH_SCENARIOS = [
-    EpochScenario("first record", None),
-    EpochScenario("the identity recorded, nothing lost", "own"),
-    EpochScenario("another identity recorded: changed", OTHER, app=WAITS, backend=WAITS),
-    EpochScenario("a grace running", "own", since=-5_000, grace=30_000, app=WAITS, backend=WAITS),
-    EpochScenario("a grace ended", "own", since=-30_000, grace=-100),
-    EpochScenario("recorded before a clean restart", "own", since=-(10**9)),
-]
