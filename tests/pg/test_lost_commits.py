@@ -23,6 +23,8 @@ from tests.pg.throwaway import Cluster, available, cluster_root
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, available]
 
 PER_CLAIM = 1000
+# The lease ttl and its ceiling: the grace after each of the module's crashes is 2 s, not 60.
+TTL_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +63,7 @@ def _record_launch(url: str) -> None:
 def _after_any_grace(generator: IdGenerator) -> int:
     """An ID once the grace after an earlier crash of the cluster (another test's) has passed:
     the first claim in a new database counts from the server's start."""
-    deadline = time.monotonic() + 70
+    deadline = time.monotonic() + 10 * TTL_S
     while True:
         try:
             return generator()
@@ -74,7 +76,7 @@ def _after_any_grace(generator: IdGenerator) -> int:
 def test_generator_ids_a_client_saw_survive_a_crash(lossy: Cluster) -> None:
     """Five DecimalSource claims of 1,000 IDs each, a crash, five more: with the claims'
     commits asynchronous, 5,000 of the 10,000 IDs were received twice."""
-    url = lossy.url(lossy.database("decimal_app"))
+    url = lossy.url(lossy.database("decimal_app", ttl_ceiling_s=TTL_S))
     _record_launch(url)
     before = [i for _ in range(5) for i in _decimal_ids(url)]
     crash(lossy)
@@ -86,7 +88,7 @@ def test_generator_ids_a_client_saw_survive_a_crash(lossy: Cluster) -> None:
 def test_allocator_blocks_a_backend_saw_survive_a_crash(lossy: Cluster) -> None:
     """``next_decimal()`` in two fresh backends, left open (a backend's exit drops its
     temporary sequence, a commit PostgreSQL makes durable anyway), a crash, two more."""
-    name = lossy.database("decimal_db")
+    name = lossy.database("decimal_db", ttl_ceiling_s=TTL_S)
     _record_launch(lossy.url(name))
 
     def issue(conn: psycopg.Connection[Any]) -> list[int]:
@@ -112,16 +114,16 @@ def test_a_lease_a_process_saw_survives_a_crash(lossy: Cluster) -> None:
     """A snowflake process holds the one node of the database's range; a crash; a second
     process starts: it must find the node held. With an asynchronous claim it took the node,
     and both issued on it in the same milliseconds."""
-    url = lossy.url(lossy.database("snowflake_app", nodes=(0, 0)))
+    url = lossy.url(lossy.database("snowflake_app", nodes=(0, 0), ttl_ceiling_s=TTL_S))
     with lossy.connect("postgres") as conn:
         conn.execute("CHECKPOINT")
     first_db, second_db = DbApiDatabase("postgresql", url), DbApiDatabase("postgresql", url)
-    first = make_generator("snowflake", LeaseSource(first_db))
+    first = make_generator("snowflake", LeaseSource(first_db, ttl_s=TTL_S))
     second = None
     try:
         seen = [_after_any_grace(first)] + [first() for _ in range(999)]
         crash(lossy)
-        second = make_generator("snowflake", LeaseSource(second_db))
+        second = make_generator("snowflake", LeaseSource(second_db, ttl_s=TTL_S))
         try:
             theirs = [second() for _ in range(20_000)]
         except NodeError as error:  # the node is held, or the grace after the crash lasts
