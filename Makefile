@@ -24,21 +24,25 @@ NO_SERVERS := IDFIELDS_TEST_DATABASE_URL=postgresql://nobody@127.0.0.1:9/none \
 JOBS ?= $(shell nproc)
 PARALLEL ?= -n $(JOBS) --dist load --maxschedchunk 1
 
-.PHONY: test check docs demo dist bench bench-quick bench-docs
+.PHONY: test check lint docs demo dist bench bench-quick bench-docs
 
-# The fast tier, then the tests that need servers; then the generators again on the pure-Python
-# core (marker core).
-test: check docs
-	$(VENV)/bin/pytest $(PARALLEL) -m "$(NEEDS_SERVERS)"
+# The static checks and the docs site, then every test in one run (the fast tier's share the
+# workers with the slow ones that wait on servers and clocks); then the generators again on the
+# pure-Python core (marker core).
+test: lint docs
+	$(VENV)/bin/pytest $(PARALLEL)
 	IDFIELDS_PURE_PYTHON=1 $(VENV)/bin/pytest $(PARALLEL) -q -m core
 
-# Static checks and every test that needs no server: under a minute.
-check: $(VENV)/.installed-dev
+# The static checks and every test that needs no server, each server address unreachable (a
+# test reaching one without its marker fails): under a minute.
+check: lint
+	$(NO_SERVERS) $(VENV)/bin/pytest $(PARALLEL) -q -m "$(FAST)"
+
+lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
 	$(VENV)/bin/lint-imports
-	$(NO_SERVERS) $(VENV)/bin/pytest $(PARALLEL) -q -m "$(FAST)"
 
 # The documentation site, strictly (a warning fails it), into site/; `mkdocs serve` to read it.
 # Never --quiet: it hides the warnings from --strict, which then passes a broken link.
