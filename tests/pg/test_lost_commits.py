@@ -18,7 +18,7 @@ from idfields import NodeError, make_generator
 from idfields.coordination import DecimalSource, LeaseSource, record_launch
 from idfields.generators import IdGenerator
 from idfields.layouts import DECIMAL
-from tests.pg.throwaway import Cluster, available, cluster_root
+from tests.pg.throwaway import Cluster, available, started_cluster
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, available]
 
@@ -29,11 +29,10 @@ TTL_S = 2.0
 
 @pytest.fixture(scope="module")
 def lossy() -> Iterator[Cluster]:
-    settings = {"synchronous_commit": "off", "wal_writer_delay": "10000"}
-    with cluster_root() as root:
-        cluster = Cluster(root, "lossy", settings).init()
-        cluster.start()
-        yield cluster
+    with started_cluster(
+        "lossy", {"synchronous_commit": "off", "wal_writer_delay": "10000"}
+    ) as made:
+        yield made
 
 
 def crash(cluster: Cluster) -> None:

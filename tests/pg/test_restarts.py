@@ -20,7 +20,7 @@ from idfields.coordination import DecimalSource, LeaseSource, record_launch
 from idfields.generators import IdGenerator
 from idfields.layouts import DECIMAL
 from tests.pg.test_restored_database import issue, process
-from tests.pg.throwaway import Cluster, available, cluster_root
+from tests.pg.throwaway import Cluster, available, started_cluster
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.cluster, available]
 
@@ -35,9 +35,7 @@ def cluster() -> Iterator[Cluster]:
     """A cluster per test: each restart affects every database of its cluster. The WAL writer
     slowed to 10 s: what a rolled-back transaction wrote reaches the disk only if something
     else flushes it."""
-    with cluster_root() as root:
-        made = Cluster(root, "restarts", {"wal_writer_delay": "10000"}).init()
-        made.start()
+    with started_cluster("restarts", {"wal_writer_delay": "10000"}) as made:
         yield made
 
 

@@ -13,16 +13,14 @@ from dbapi_database import DbApiDatabase
 from idfields import make_generator
 from idfields.coordination import DecimalSource, LeaseSource, record_launch
 from idfields.layouts import DECIMAL
-from tests.pg.throwaway import Cluster, available, cluster_root
+from tests.pg.throwaway import Cluster, available, started_cluster
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.cluster, available]
 
 
 @pytest.fixture(scope="module")
 def ascii_cluster() -> Iterator[Cluster]:
-    with cluster_root() as root:
-        cluster = Cluster(root, "ascii").init()
-        cluster.start()
+    with started_cluster("ascii") as cluster:
         cluster.database("app", nodes=(0, 7))
         yield cluster
 

@@ -20,7 +20,7 @@ from idfields.coordination import DecimalSource, LeaseSource
 from idfields.layouts import DECIMAL
 from tests.pg.test_restarts import _go_on_beside, _overlap, _prepared, _ranges
 from tests.pg.test_restored_database import issue, process
-from tests.pg.throwaway import Cluster, available, cluster_root, free_port
+from tests.pg.throwaway import Cluster, available, free_port, started_cluster
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.cluster, available]
 
@@ -34,10 +34,9 @@ LONGER_TTL_S = 24.0
 def cluster() -> Iterator[Cluster]:
     """Commits asynchronous and the WAL writer slowed to 10 s: what a transaction wrote
     reaches the disk only if something else flushes it."""
-    settings = {"synchronous_commit": "off", "wal_writer_delay": "10000"}
-    with cluster_root() as root:
-        made = Cluster(root, "unseen", settings).init()
-        made.start()
+    with started_cluster(
+        "unseen", {"synchronous_commit": "off", "wal_writer_delay": "10000"}
+    ) as made:
         yield made
 
 
@@ -103,6 +102,31 @@ def _run_ahead_then(cluster: Cluster, name: str, kill: bool) -> int:
     return _overlap(rolled_back, [(int(row[0]), int(row[0])) for row in rows])
 
 
+def _second_process_beside_a_live_one(
+    cluster: Cluster, name: str, first_ttl_s: float, second_ttl_s: float, clean_restart: bool
+) -> tuple[int, int]:
+    """The snapshot of a deployment on one node (its recorded ttl the second's, under a
+    ceiling of the first's); a first process claims the node and issues; the snapshot
+    restored unseen; a second process retries beside the first for half the first's ttl, or
+    three of the second's where that is longer. IDs received twice, and in all."""
+    ceiling_s = max(first_ttl_s, 4 * TTL_S)
+    url = _prepared(cluster, name, nodes=(0, 0), ttl_s=second_ttl_s, ceiling_s=ceiling_s)
+    snapshot = cluster.snapshot(name)
+    first_db, second_db = DbApiDatabase("postgresql", url), DbApiDatabase("postgresql", url)
+    try:
+        with process(LeaseSource(first_db, ttl_s=first_ttl_s), "snowflake") as first:
+            firsts = issue(first, 100) or []
+            _restore_unseen(cluster, snapshot, clean_restart)
+            with process(LeaseSource(second_db, ttl_s=second_ttl_s), "snowflake") as second:
+                beside_s = max(first_ttl_s / 2, 3 * second_ttl_s)
+                more, seconds = _go_on_beside(first, lambda: issue(second, 200), beside_s)
+    finally:
+        first_db.close()
+        second_db.close()
+    firsts += more
+    return len(set(firsts) & set(seconds)), len(firsts) + len(seconds)
+
+
 def test_d1_one_killed_backend_counts_as_a_loss(cluster: Cluster) -> None:
     """D1: one backend killed with ``kill -9`` after a rolled-back run-ahead: crash recovery
     without a new postmaster lost the durable fence, and the new backend repeated 20,000 of
@@ -123,21 +147,10 @@ def test_d3_a_restored_snapshot_then_a_clean_restart_keeps_a_live_processs_node(
     """D3: the snapshot, a process claims the one node and issues; the snapshot restored and
     the server restarted cleanly; a second process retries for three ttls beside the first:
     237,058 of 570,400 IDs received twice."""
-    url = _prepared(cluster, "snapshot_clean", nodes=(0, 0))
-    snapshot = cluster.snapshot("snapshot_clean")
-    first_db, second_db = DbApiDatabase("postgresql", url), DbApiDatabase("postgresql", url)
-    try:
-        with process(LeaseSource(first_db, ttl_s=HOLDER_TTL_S), "snowflake") as first:
-            firsts = issue(first, 100) or []
-            _restore_unseen(cluster, snapshot, clean_restart=True)
-            with process(LeaseSource(second_db, ttl_s=HOLDER_TTL_S), "snowflake") as second:
-                more, seconds = _go_on_beside(first, lambda: issue(second, 200), 3 * HOLDER_TTL_S)
-    finally:
-        first_db.close()
-        second_db.close()
-    firsts += more
-    twice = len(set(firsts) & set(seconds))
-    assert twice == 0, f"{twice} of {len(firsts) + len(seconds)} IDs received twice"
+    twice, total = _second_process_beside_a_live_one(
+        cluster, "snapshot_clean", HOLDER_TTL_S, HOLDER_TTL_S, clean_restart=True
+    )
+    assert twice == 0, f"{twice} of {total} IDs received twice"
 
 
 def test_d4_a_decimal_process_after_a_restored_snapshot_and_a_clean_restart(
@@ -170,18 +183,7 @@ def test_d5_a_longer_ttl_lost_with_a_restored_snapshot_still_bounds_the_grace(
     process on 1 s retries beside it. With a grace of the recorded 1 s ttl, it claimed while
     the first still issued on its 24 s lease, up to its renewal 8 s after its claim: 35,571
     of 484,100 IDs received twice."""
-    url = _prepared(cluster, "longer_ttl", nodes=(0, 0), ttl_s=TTL_S, ceiling_s=LONGER_TTL_S)
-    snapshot = cluster.snapshot("longer_ttl")
-    first_db, second_db = DbApiDatabase("postgresql", url), DbApiDatabase("postgresql", url)
-    try:
-        with process(LeaseSource(first_db, ttl_s=LONGER_TTL_S), "snowflake") as first:
-            firsts = issue(first, 100) or []
-            _restore_unseen(cluster, snapshot, clean_restart=False)
-            with process(LeaseSource(second_db, ttl_s=TTL_S), "snowflake") as second:
-                more, seconds = _go_on_beside(first, lambda: issue(second, 200), LONGER_TTL_S / 2)
-    finally:
-        first_db.close()
-        second_db.close()
-    firsts += more
-    twice = len(set(firsts) & set(seconds))
-    assert twice == 0, f"{twice} of {len(firsts) + len(seconds)} IDs received twice"
+    twice, total = _second_process_beside_a_live_one(
+        cluster, "longer_ttl", LONGER_TTL_S, TTL_S, clean_restart=False
+    )
+    assert twice == 0, f"{twice} of {total} IDs received twice"

@@ -229,6 +229,17 @@ def _signal(pids: list[int], which: signal.Signals) -> None:
 
 
 @contextmanager
+def started_cluster(
+    name: str, settings: dict[str, str] | None = None, *, faked: bool = False
+) -> Iterator[Cluster]:
+    """A :class:`Cluster` initdb'd and started in a :func:`cluster_root` of its own."""
+    with cluster_root() as root:
+        cluster = Cluster(root, name, settings, faked=faked).init()
+        cluster.start()
+        yield cluster
+
+
+@contextmanager
 def cluster_root() -> Iterator[Path]:
     """A directory user postgres owns, removed with every cluster in it."""
     root = Path(tempfile.mkdtemp(prefix="idfields-cluster-"))
