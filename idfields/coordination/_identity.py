@@ -134,7 +134,8 @@ def settled(database: Database, ttl_ms: int) -> int:
             f"ttl ceiling, {ceiling / 1000:g} s: a restore or a crash may lose the record of a "
             "longer ttl, and the grace after it covers the ceiling. Give a ttl up to the "
             "ceiling, or raise it first with idfields.coordination.set_lease_ttl_ceiling"
-            "(database, seconds) (docs/how-to/high-availability.md)"
+            "(database, seconds), under Django manage.py idfields_ttl_ceiling SECONDS "
+            "(docs/how-to/high-availability.md)"
         )
     _raise_longest_ttl(database, ttl_ms)
     until = epoch.grace

@@ -117,3 +117,16 @@ def test_nodes_hide_released_leases_unless_all() -> None:
     assert hidden is not None and int(hidden.group(1)) >= 5  # other tests may have released some
     assert " live" in default
     assert sum(line.endswith("released") for line in everything.splitlines()) >= 5
+
+
+@pytest.mark.django_db
+def test_ttl_ceiling_shows_sets_and_refuses_out_of_range() -> None:
+    """The ceiling a claim's ttl may not pass, set through the command the refusal names."""
+    assert run("idfields_ttl_ceiling").startswith("lease ttl ceiling: 60 s (this project's")
+    assert run("idfields_ttl_ceiling", "20").strip() == (
+        "lease ttl ceiling: 20 s (this project's LEASE_TTL: 30 s, above it: claims are refused "
+        "until the ceiling is raised)"
+    )
+    with pytest.raises(CommandError, match=r"ttl_s=0\.001 is out of range; give 0\.003\.\.86400"):
+        run("idfields_ttl_ceiling", "0.001")
+    assert run("idfields_ttl_ceiling", "90").startswith("lease ttl ceiling: 90 s")
