@@ -123,9 +123,9 @@ def observe(database: Database, horizon_ms: int = 0) -> Epoch | None:
 def settled(database: Database, ttl_ms: int) -> int:
     """The end of the grace after the database's last possible loss (server clock, unix ms; 0
     off PostgreSQL), once it has passed; NodeError while it lasts. Then records ``ttl_ms``
-    among the lease ttls a later grace covers."""
-    epoch = observe(database, ttl_ms)
-    if epoch is None:
+    among the lease ttls a later grace covers. A ttl above the ceiling is refused before the
+    epoch is observed: a grace that begins there covers the caller's ttl."""
+    if database.vendor != "postgresql":
         return 0
     ceiling = ttl_ceiling_ms(database)
     if ttl_ms > ceiling:
@@ -137,6 +137,9 @@ def settled(database: Database, ttl_ms: int) -> int:
             "(database, seconds), under Django manage.py idfields_ttl_ceiling SECONDS "
             "(docs/how-to/high-availability.md)"
         )
+    epoch = observe(database, ttl_ms)
+    if epoch is None:
+        return 0
     _raise_longest_ttl(database, ttl_ms)
     until = epoch.grace
     if epoch.now < until:

@@ -13,7 +13,7 @@ from dbapi_database import DbApiDatabase
 
 from idfields import sql
 from idfields.coordination import LeaseSource, set_lease_ttl_ceiling
-from idfields.errors import InvalidArgument
+from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import get_layout
 from tests.pg.conftest import TABLES
 
@@ -46,3 +46,22 @@ def test_a_ttl_above_the_ceiling_is_refused_naming_the_fix(database: DbApiDataba
 def test_a_ceiling_out_of_range_is_refused(database: DbApiDatabase, ttl_s: float) -> None:
     with pytest.raises(InvalidArgument, match=r"0\.003\.\.86400 seconds"):
         set_lease_ttl_ceiling(database, ttl_s)
+
+
+def test_a_refused_ttl_does_not_lengthen_the_grace_it_meets(database: DbApiDatabase) -> None:
+    """A claim on a ttl above a 2 s ceiling, the first to see another identity (a copy): it is
+    refused, and the grace that begins covers the ceiling, not the refused hour (every claim
+    was refused for an hour)."""
+    set_lease_ttl_ceiling(database, 2)
+    database.execute(
+        "INSERT INTO idfields_counter (name, value) VALUES ('identity:6000000000000000000/1/1', 0)"
+    )
+    with pytest.raises(InvalidArgument, match=r"ceiling, 2 s"):
+        LeaseSource(database, ttl_s=3600).acquire(get_layout("snowflake"))
+    with pytest.raises(NodeError, match=r"s from now"):
+        LeaseSource(database, ttl_s=1).acquire(get_layout("snowflake"))
+    (now, grace_end), *_ = database.execute(
+        "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint, max(value) "
+        "FROM idfields_counter WHERE name LIKE 'identity:%%'"
+    ).rows
+    assert grace_end - now <= 2000 + 1000, f"a grace of {(grace_end - now) / 1000:.0f} s"
