@@ -913,7 +913,10 @@ BEGIN
                        'crash, a restored snapshot, a failover, a restore or a copy): retry '
                        'once the longest lease ttl (at least the lease ttl ceiling) and a '
                        'second have passed since. Shorter lease ttls under a lower ceiling '
-                       'shorten the wait (docs/how-to/high-availability.md).';
+                       'shorten the wait. A refusal rolls back the new epoch it recorded: '
+                       'where only database sessions claim, record it once in a transaction '
+                       'of its own (SELECT idfields.database_epoch(0)), or the wait starts '
+                       'again at each refusal (docs/how-to/high-availability.md).';
         END IF;
         acquired := now_ms;
         SELECT * INTO tick, claimed, promise, me FROM idfields.time_claim(shape, key,

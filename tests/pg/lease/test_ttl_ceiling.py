@@ -4,6 +4,7 @@ whose record the loss took with it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import databases
@@ -65,3 +66,25 @@ def test_a_refused_ttl_does_not_lengthen_the_grace_it_meets(database: DbApiDatab
         "FROM idfields_counter WHERE name LIKE 'identity:%%'"
     ).rows
     assert grace_end - now <= 2000 + 1000, f"a grace of {(grace_end - now) / 1000:.0f} s"
+
+
+def test_backends_alone_claim_once_the_new_epoch_is_recorded_in_a_transaction_of_its_own(
+    database: DbApiDatabase, postgres_url: str
+) -> None:
+    """A copy (another identity recorded), a 1 s ceiling, only database sessions claiming:
+    each refusal rolls back the epoch it recorded, so the wait starts again; recorded once in
+    a transaction of its own, as the refusal's hint says, the grace ends."""
+    set_lease_ttl_ceiling(database, 1)
+    database.execute(
+        "INSERT INTO idfields_counter (name, value) VALUES ('identity:6000000000000000000/1/1', 0)"
+    )
+    kwargs = databases.DbUrl.parse(postgres_url).psycopg_kwargs()
+    kwargs["dbname"] = database.execute("SELECT current_database()").rows[0][0]
+    with psycopg.connect(**kwargs, autocommit=True) as conn:
+        for _ in range(2):
+            with pytest.raises(psycopg.errors.CannotConnectNow, match="transaction of its own"):
+                conn.execute("SELECT idfields.next_snowflake()")
+            time.sleep(2.5)
+        conn.execute("SELECT idfields.database_epoch(0)")
+        time.sleep(2.5)
+        assert conn.execute("SELECT idfields.next_snowflake()").fetchone() is not None
