@@ -267,13 +267,15 @@ class IdGenerator:
         """Stop issuing from the node, then give it back saying how far it issued: stale first,
         forgotten last, so an interrupt anywhere in between leaves a generator that releases
         again (a release is idempotent) and claims anew, never one issuing from a node it gave
-        back."""
+        back. Never given back lower than its fence, what the node's previous holder issued up
+        to: a claim interrupted before it applied the fence issued nothing, and its clock may
+        be behind that fence."""
         assignment = self._assignment
         until = self._issued_until_ns()
         self._mark_stale()
         if assignment is not None:
             if assignment.release is not None:
-                assignment.release(until)
+                assignment.release(max(until, assignment.not_before_ns))
             self._assignment = None
 
     def _issued_until_ns(self) -> int:
