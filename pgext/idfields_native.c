@@ -72,9 +72,9 @@ static const Layout traceid = {
 /*
  * What one calling expression (one statement's execution) keeps between its calls: the
  * PL/pgSQL issuer, its owner, whether the caller's search_path finds the functions' lease table
- * (or none), and the session's window and position once found the owner's: no call inside one
- * statement changes them (a sequence dropped meanwhile fails the read, it is never replaced
- * under the same OID).
+ * (or none), and the session's window and position once found the owner's: looked up again
+ * where DISCARD TEMP dropped them between two calls of the statement (a cursor's FETCHes, a
+ * function in the query), as the PL/pgSQL hot path is planned again.
  */
 typedef struct Cache
 {
@@ -321,7 +321,8 @@ hot(const Layout *layout, Cache *cache, int64 tick, int64 *id)
 	int64		last;
 	bool		issued = false;
 
-	if (!OidIsValid(cache->window) || !OidIsValid(cache->position))
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cache->window))
+		|| !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(cache->position)))
 	{
 		Oid			namespace = LookupExplicitNamespace("pg_temp", true);
 

@@ -566,3 +566,28 @@ def test_an_extension_in_a_schema_a_lesser_role_owns_is_refused(
             admin.execute(sql.load(sql.VERSION).encode())
         assert "DROP EXTENSION idfields_native" in str(refused.value.diag.message_hint)
         assert not is_superuser(admin, role)
+
+
+@BOTH_PATHS
+@pytest.mark.parametrize("layout", ["snowflake", "traceid"])
+def test_discard_temp_between_a_cursors_fetches_goes_on_past_what_it_issued(
+    connect: Connect, layout: str
+) -> None:
+    """DISCARD TEMP between two FETCHes of a cursor issuing IDs drops the window and position
+    the running statement found: the next FETCH looks them up again, as the PL/pgSQL hot path
+    is planned again, and the slow path goes on past everything issued: no ID twice, and a
+    snowflake backend on its own node (a traceid one re-takes its row only past the window, so
+    it may claim another). The C path kept the dropped OIDs: XX000, could not open relation
+    with OID."""
+    conn = connect(autocommit=False)
+    conn.execute(
+        pgsql.SQL("DECLARE c CURSOR FOR SELECT idfields.{}() FROM generate_series(1, 3000)").format(
+            pgsql.Identifier(f"next_{layout}")
+        )
+    )
+    ids = [r[0] for r in conn.execute("FETCH 500 FROM c").fetchall()]
+    conn.execute("DISCARD TEMP")
+    ids += [r[0] for r in conn.execute("FETCH 2500 FROM c").fetchall()]
+    conn.commit()
+    assert len(set(ids)) == 3000
+    assert layout != "snowflake" or len({NODE[layout](i) for i in ids}) == 1
