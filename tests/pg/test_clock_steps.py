@@ -126,7 +126,9 @@ class Cluster:
         )
 
     def database(self, name: str, path: str) -> str:
-        """A new database with the tables and the functions, the C path wired in or not."""
+        """A new database with the tables and the functions, the C path wired in or not, and a
+        2 s lease ttl ceiling: the grace after the module's restarts through crash recovery
+        lasts 3 s, not the default 61."""
         with self.connect("postgres") as conn:
             conn.execute(pgsql.SQL("CREATE DATABASE {}").format(pgsql.Identifier(name)))
         with self.connect(name) as conn:
@@ -134,6 +136,7 @@ class Cluster:
                 conn.execute("CREATE EXTENSION idfields_native")
             conn.execute(TABLES)
             conn.execute(sql.load(sql.VERSION).encode())
+            conn.execute("INSERT INTO idfields_counter VALUES ('lease ttl ceiling ms', 2000)")
             wired = conn.execute(
                 "SELECT pg_get_functiondef('idfields.next_snowflake'::regproc) LIKE "
                 "'%idfields_native%'"
@@ -190,12 +193,16 @@ def issue_across_a_step(
     issued: dict[int, list[int]] = {0: [], 1: []}
     errors: list[psycopg.Error] = []
     stepped = threading.Event()
-    ready = threading.Barrier(3)
+    ready = threading.Barrier(3, timeout=120)  # a backend that failed breaks it for all
     before_ms: list[int] = []
 
     def work(index: int) -> None:
         with cluster.connect(db) as conn:
-            issued[index] += ids(conn, layout, 50)
+            try:
+                issued[index] += after_the_grace(lambda: ids(conn, layout, 50))
+            except BaseException:
+                ready.abort()
+                raise
             ready.wait()
             stepped.wait()
             after = failed = 0
