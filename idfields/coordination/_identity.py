@@ -290,27 +290,28 @@ def set_lease_ttl_ceiling(database: Database, ttl_s: float) -> None:
         raise InvalidArgument(
             f"lease ttl ceiling ttl_s={ttl_s!r} is out of range; give 0.003..86400 seconds"
         )
-    ceiling_ms = round(ttl_s * 1000)
-    with durable(database):
-        if not insert_if_absent(
-            database, "idfields_counter", ("name", "value"), (CEILING, ceiling_ms)
-        ):
-            database.execute(
-                "UPDATE idfields_counter SET value = %s WHERE name = %s", [ceiling_ms, CEILING]
-            )
+    _write_durably(database, CEILING, round(ttl_s * 1000))
 
 
 def _raise_longest_ttl(database: Database, ttl_ms: int) -> None:
-    if _longest_ttl(database) >= ttl_ms:
-        return
+    if _longest_ttl(database) < ttl_ms:
+        _write_durably(database, LONGEST_TTL, ttl_ms, only_up=True)
+
+
+def _write_durably(database: Database, name: str, value: int, only_up: bool = False) -> None:
+    """The counter ``name`` set to ``value`` (``only_up``: never lowered), committed durably
+    whatever the server's synchronous_commit: a grace after a crash reads it."""
     with durable(database):
-        if not insert_if_absent(
-            database, "idfields_counter", ("name", "value"), (LONGEST_TTL, ttl_ms)
-        ):
-            database.execute(
-                "UPDATE idfields_counter SET value = %s WHERE name = %s AND value < %s",
-                [ttl_ms, LONGEST_TTL, ttl_ms],
-            )
+        if not insert_if_absent(database, "idfields_counter", ("name", "value"), (name, value)):
+            if only_up:
+                database.execute(
+                    "UPDATE idfields_counter SET value = %s WHERE name = %s AND value < %s",
+                    [value, name, value],
+                )
+            else:
+                database.execute(
+                    "UPDATE idfields_counter SET value = %s WHERE name = %s", [value, name]
+                )
 
 
 def record_change_launch(database: Database, what: str) -> None:
