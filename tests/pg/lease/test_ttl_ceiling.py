@@ -17,6 +17,7 @@ from idfields.coordination import LeaseSource, set_lease_ttl_ceiling
 from idfields.errors import InvalidArgument, NodeError
 from idfields.layouts import get_layout
 from tests.pg.conftest import TABLES
+from tests.pg.lease.test_lease_scenarios import OTHER
 
 pytestmark = pytest.mark.postgres
 
@@ -31,6 +32,13 @@ def database(postgres_url: str) -> Iterator[DbApiDatabase]:
         made = DbApiDatabase("postgresql", url)
         yield made
         made.close()
+
+
+def as_a_copy(database: DbApiDatabase) -> None:
+    """Another database's identity recorded: the next claim sees a change and begins a grace."""
+    database.execute(
+        "INSERT INTO idfields_counter (name, value) VALUES (%s, 0)", [f"identity:{OTHER}"]
+    )
 
 
 def test_a_ttl_above_the_ceiling_is_refused_naming_the_fix(database: DbApiDatabase) -> None:
@@ -54,9 +62,7 @@ def test_a_refused_ttl_does_not_lengthen_the_grace_it_meets(database: DbApiDatab
     refused, and the grace that begins covers the ceiling, not the refused hour (every claim
     was refused for an hour)."""
     set_lease_ttl_ceiling(database, 2)
-    database.execute(
-        "INSERT INTO idfields_counter (name, value) VALUES ('identity:6000000000000000000/1/1', 0)"
-    )
+    as_a_copy(database)
     with pytest.raises(InvalidArgument, match=r"ceiling, 2 s"):
         LeaseSource(database, ttl_s=3600).acquire(get_layout("snowflake"))
     with pytest.raises(NodeError, match=r"s from now"):
@@ -75,9 +81,7 @@ def test_backends_alone_claim_once_the_new_epoch_is_recorded_in_a_transaction_of
     each refusal rolls back the epoch it recorded, so the wait starts again; recorded once in
     a transaction of its own, as the refusal's hint says, the grace ends."""
     set_lease_ttl_ceiling(database, 1)
-    database.execute(
-        "INSERT INTO idfields_counter (name, value) VALUES ('identity:6000000000000000000/1/1', 0)"
-    )
+    as_a_copy(database)
     kwargs = databases.DbUrl.parse(postgres_url).psycopg_kwargs()
     kwargs["dbname"] = database.execute("SELECT current_database()").rows[0][0]
     with psycopg.connect(**kwargs, autocommit=True) as conn:
